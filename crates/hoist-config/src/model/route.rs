@@ -1,0 +1,134 @@
+//! `envoy.config.route.v3`: route configuration, virtual hosts, routes.
+
+use std::collections::BTreeMap;
+
+use super::core::{DataSource, HeaderValueOption, RawTypedConfig, StringMatcher};
+
+/// Envoy's default for `max_direct_response_body_size_bytes`.
+pub const DEFAULT_MAX_DIRECT_RESPONSE_BODY: u32 = 4096;
+
+#[derive(Clone, Debug)]
+pub struct RouteConfiguration {
+    pub name: String,
+    pub virtual_hosts: Vec<VirtualHost>,
+    pub max_direct_response_body_size_bytes: u32,
+    pub headers: HeaderMutations,
+}
+
+/// The four `*_headers_to_{add,remove}` lists a route configuration, virtual host or route has.
+#[derive(Clone, Debug, Default)]
+pub struct HeaderMutations {
+    pub request_headers_to_add: Vec<HeaderValueOption>,
+    /// Lower-cased.
+    pub request_headers_to_remove: Vec<String>,
+    pub response_headers_to_add: Vec<HeaderValueOption>,
+    /// Lower-cased.
+    pub response_headers_to_remove: Vec<String>,
+}
+
+#[derive(Clone, Debug)]
+pub struct VirtualHost {
+    pub name: String,
+    /// Lower-cased. "*", "*.suffix", "prefix.*", or exact (possibly with :port).
+    pub domains: Vec<String>,
+    pub routes: Vec<Route>,
+    pub headers: HeaderMutations,
+    /// Keyed by filter name.
+    pub typed_per_filter_config: BTreeMap<String, RawTypedConfig>,
+    /// `require_tls`: NONE, EXTERNAL_ONLY, ALL. hoist treats EXTERNAL_ONLY like ALL.
+    pub require_tls: bool,
+}
+
+#[derive(Clone, Debug)]
+pub enum PathMatch {
+    Prefix(String),
+    Path(String),
+    /// Anchored to the whole path (without query).
+    SafeRegex(regex::Regex),
+    /// Matches the prefix only at a `/` boundary or the end of the path.
+    PathSeparatedPrefix(String),
+}
+
+#[derive(Clone, Debug)]
+pub enum HeaderMatchSpec {
+    /// `string_match` or one of the legacy `exact_match`/`prefix_match`/... fields.
+    String(StringMatcher),
+    Present(bool),
+    /// `range_match`: [start, end).
+    Range { start: i64, end: i64 },
+}
+
+#[derive(Clone, Debug)]
+pub struct HeaderMatcher {
+    /// Lower-cased; may be a pseudo-header such as `:method` or `:authority`.
+    pub name: String,
+    pub spec: HeaderMatchSpec,
+    pub invert_match: bool,
+    /// `treat_missing_header_as_empty`.
+    pub treat_missing_as_empty: bool,
+}
+
+#[derive(Clone, Debug)]
+pub enum QueryParameterMatchSpec {
+    String(StringMatcher),
+    Present,
+}
+
+#[derive(Clone, Debug)]
+pub struct QueryParameterMatcher {
+    pub name: String,
+    pub spec: QueryParameterMatchSpec,
+}
+
+#[derive(Clone, Debug)]
+pub struct RouteMatch {
+    pub path: PathMatch,
+    /// Default true. Does not apply to safe_regex.
+    pub case_sensitive: bool,
+    pub headers: Vec<HeaderMatcher>,
+    pub query_parameters: Vec<QueryParameterMatcher>,
+}
+
+#[derive(Clone, Debug)]
+pub struct DirectResponse {
+    pub status: u16,
+    /// None: no body.
+    pub body: Option<DataSource>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum RedirectPath {
+    Keep,
+    /// `path_redirect`
+    Path(String),
+    /// `prefix_rewrite` (replaces the matched prefix)
+    PrefixRewrite(String),
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Redirect {
+    /// `https_redirect: true` or `scheme_redirect`.
+    pub scheme: Option<String>,
+    pub host: Option<String>,
+    pub port: Option<u16>,
+    pub path: RedirectPath,
+    /// 301 (default), 302, 303, 307, 308.
+    pub response_code: u16,
+    pub strip_query: bool,
+}
+
+#[derive(Clone, Debug)]
+pub enum RouteAction {
+    DirectResponse(DirectResponse),
+    Redirect(Redirect),
+}
+
+#[derive(Clone, Debug)]
+pub struct Route {
+    pub name: String,
+    pub route_match: RouteMatch,
+    pub action: RouteAction,
+    pub headers: HeaderMutations,
+    pub typed_per_filter_config: BTreeMap<String, RawTypedConfig>,
+    pub yaml_path: String,
+}

@@ -1,0 +1,1 @@
+//! The HTTP/1.1 server codec, on httparse. (Being built.)
