@@ -15,7 +15,8 @@ pub enum AccessLogSink {
 
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum LogFormat {
-    /// A text format with %OPERATORS%; the decoder has checked that every operator is known.
+    /// A text format with %OPERATORS%. The access log formatter in the binary compiles it at
+    /// load and reports unknown operators with `AccessLog::yaml_path`.
     Text(String),
     /// `json_format`: key -> format string (nested objects flattened with their structure kept).
     Json(serde_json::Map<String, serde_json::Value>),

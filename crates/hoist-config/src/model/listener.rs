@@ -21,6 +21,9 @@ pub struct Listener {
     /// `name`; Envoy generates one when absent, so this is always set after decoding.
     pub name: String,
     pub address: SocketAddress,
+    /// `stat_prefix`: listener stats are `listener.<stat_prefix>.` instead of
+    /// `listener.<address>.`.
+    pub stat_prefix: Option<String>,
     pub filter_chains: Vec<FilterChain>,
     /// `default_filter_chain`: used when no chain matches.
     pub default_filter_chain: Option<FilterChain>,
