@@ -1,6 +1,34 @@
-//! hoist: an L7 proxy configured like Envoy. (Being built.)
+//! hoist: an L7 proxy configured like Envoy, whose TLS record crypto runs in the kernel (kTLS)
+//! and, on NICs that support it, in the NIC. See docs/ARCHITECTURE.md for the path of a
+//! connection through these modules.
 #![forbid(unsafe_code)]
 
-fn main() {
-    println!("hoist");
+mod access_log;
+mod admin;
+mod cli;
+mod codec;
+mod conn_manager;
+mod connection;
+mod date;
+mod default_config;
+mod drain;
+mod http1;
+mod http2;
+mod listener;
+mod logging;
+mod request_id;
+mod router;
+mod server;
+mod stats_scope;
+mod stream;
+mod worker;
+
+use std::process::ExitCode;
+
+use clap::Parser;
+
+fn main() -> ExitCode {
+    let options = cli::Options::parse();
+    logging::init(options.log_level.as_filter());
+    server::run(options)
 }

@@ -1,0 +1,172 @@
+//! The HTTP connection manager: what happens to a request once a codec has parsed its head,
+//! whatever the protocol. Route, act (direct response, redirect, local reply), finalize the
+//! response headers. The codec drivers (http1.rs, http2.rs) own the I/O, the stats and the
+//! access log around it.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use hoist_config::model::{CodecType, HttpConnectionManager};
+use hoist_config::ConfigError;
+use hoist_http::h1::H1Limits;
+use hoist_http::{Body, RequestHead, ResponseHead};
+use http::header::{self, HeaderValue};
+
+use crate::access_log::{AccessLogConfig, ResponseFlags};
+use crate::date::date_header;
+use crate::router::{Action, MatchInput, Router};
+
+/// A connection manager's configuration, compiled once and shared by all workers.
+pub struct HcmRuntime {
+    pub stat_prefix: String,
+    pub codec_type: CodecType,
+    pub router: Arc<Router>,
+    pub access_logs: Vec<Arc<AccessLogConfig>>,
+    server_name: HeaderValue,
+    server_header_append_if_absent: bool,
+    pub limits: H1Limits,
+    pub idle_timeout: Option<Duration>,
+    pub stream_idle_timeout: Option<Duration>,
+    pub request_timeout: Option<Duration>,
+    pub request_headers_timeout: Option<Duration>,
+    pub drain_timeout: Duration,
+    pub generate_request_id: bool,
+    pub http2: hoist_config::model::Http2Options,
+}
+
+/// What the connection manager decided for one request.
+pub struct Reply {
+    pub head: ResponseHead,
+    pub body: Body,
+    pub route_name: Option<Arc<str>>,
+    pub flags: ResponseFlags,
+    /// Envoy's %RESPONSE_CODE_DETAILS%.
+    pub details: &'static str,
+    pub outcome: Outcome,
+}
+
+/// Which router stat the request counts toward.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Outcome {
+    DirectResponse,
+    Redirect,
+    NoRoute,
+    LocalReply,
+}
+
+impl HcmRuntime {
+    pub fn build(m: &HttpConnectionManager, _concurrency: usize) -> Result<Arc<HcmRuntime>, ConfigError> {
+        let route_path = format!("{}.route_config", m.yaml_path);
+        let router = Router::compile(&m.route_config, &route_path)?;
+        let access_logs = m
+            .access_log
+            .iter()
+            .map(AccessLogConfig::build)
+            .collect::<Result<Vec<_>, _>>()?;
+        let server_name = HeaderValue::from_str(&m.server_name).map_err(|_| {
+            ConfigError::new(format!("{}.server_name", m.yaml_path), "not a valid header value")
+        })?;
+        Ok(Arc::new(HcmRuntime {
+            stat_prefix: m.stat_prefix.clone(),
+            codec_type: m.codec_type,
+            router,
+            access_logs,
+            server_name,
+            server_header_append_if_absent: m.server_header_append_if_absent,
+            limits: H1Limits {
+                max_request_headers_kb: m.max_request_headers_kb,
+                max_headers_count: m.max_headers_count,
+            },
+            idle_timeout: m.idle_timeout,
+            stream_idle_timeout: m.stream_idle_timeout,
+            request_timeout: m.request_timeout,
+            request_headers_timeout: m.request_headers_timeout,
+            drain_timeout: m.drain_timeout,
+            generate_request_id: m.generate_request_id,
+            http2: m.http2.clone(),
+        }))
+    }
+
+    /// Routes the request and builds the response. `scheme` is "https" on TLS connections.
+    pub fn respond(&self, head: &RequestHead, scheme: &str) -> Reply {
+        let Some(vh) = self.router.virtual_host(head.authority.as_deref()) else {
+            return self.local_reply(404, Body::Empty, ResponseFlags::NO_ROUTE_FOUND, "route_not_found", Outcome::NoRoute);
+        };
+        if vh.require_tls && scheme != "https" {
+            let location = format!("https://{}{}", head.authority.as_deref().unwrap_or(""), head.path);
+            let mut reply = self.local_reply(301, Body::Empty, ResponseFlags::empty(), "tls_redirect", Outcome::Redirect);
+            if let Ok(v) = HeaderValue::from_str(&location) {
+                reply.head.headers.insert(header::LOCATION, v);
+            }
+            return reply;
+        }
+        let input = MatchInput { head, scheme };
+        let Some(route) = vh.route(&input) else {
+            return self.local_reply(404, Body::Empty, ResponseFlags::NO_ROUTE_FOUND, "route_not_found", Outcome::NoRoute);
+        };
+        let (mut response, body, details, outcome) = match &route.action {
+            Action::DirectResponse { status, body } => {
+                let mut r = ResponseHead::new(*status);
+                if !body.is_empty() {
+                    r.headers.insert(header::CONTENT_TYPE, HeaderValue::from_static("text/plain"));
+                }
+                (r, body.clone(), "direct_response", Outcome::DirectResponse)
+            }
+            Action::Redirect(redirect) => {
+                let authority = head.authority.as_deref().unwrap_or("");
+                let location = crate::router::redirect_location(redirect, route.path_match(), scheme, authority, &head.path);
+                let mut r = ResponseHead::new(redirect.response_code);
+                if let Ok(v) = HeaderValue::from_str(&location) {
+                    r.headers.insert(header::LOCATION, v);
+                }
+                (r, Body::Empty, "redirect", Outcome::Redirect)
+            }
+        };
+        // Envoy applies the most specific level first, so the outer levels win on overwrite.
+        route.response_headers.apply(&mut response.headers);
+        vh.response_headers.apply(&mut response.headers);
+        self.router.response_headers.apply(&mut response.headers);
+        self.finalize(&mut response);
+        let route_name: Option<Arc<str>> = (!route.name.is_empty()).then(|| Arc::from(route.name.as_str()));
+        Reply {
+            head: response,
+            body,
+            route_name,
+            flags: ResponseFlags::empty(),
+            details,
+            outcome,
+        }
+    }
+
+    /// A reply hoist makes itself (Envoy's sendLocalReply): no route, codec errors, drain.
+    pub fn local_reply(
+        &self,
+        status: u16,
+        body: Body,
+        flags: ResponseFlags,
+        details: &'static str,
+        outcome: Outcome,
+    ) -> Reply {
+        let mut head = ResponseHead::new(status);
+        if !body.is_empty() {
+            head.headers.insert(header::CONTENT_TYPE, HeaderValue::from_static("text/plain"));
+        }
+        self.finalize(&mut head);
+        Reply {
+            head,
+            body,
+            route_name: None,
+            flags,
+            details,
+            outcome,
+        }
+    }
+
+    /// The headers every response gets: date and server.
+    pub fn finalize(&self, head: &mut ResponseHead) {
+        head.headers.insert(header::DATE, date_header());
+        if !(self.server_header_append_if_absent && head.headers.contains_key(header::SERVER)) {
+            head.headers.insert(header::SERVER, self.server_name.clone());
+        }
+    }
+}

@@ -1,0 +1,169 @@
+//! One downstream connection from accept to close: inspect the ClientHello (Envoy's
+//! tls_inspector), pick the filter chain, run the TLS handshake, hand the transport to the HTTP
+//! codec. Every way out is counted.
+
+use std::net::SocketAddr;
+use std::rc::Rc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use bytes::BytesMut;
+use hoist_tls::client_hello::{self, Inspect};
+use hoist_tls::handshake;
+use hoist_tls::plain::PlainTransport;
+use hoist_tls::transport::TlsInfo;
+use hoist_tls::userspace::UserTlsTransport;
+use tokio::net::TcpStream;
+
+use crate::drain::ConnectionGuard;
+use crate::listener::ConnectionFacts;
+use crate::worker::{Worker, WorkerListener};
+
+/// Envoy's default `listener_filters_timeout`: how long a client may take to send its hello.
+const LISTENER_FILTER_TIMEOUT: Duration = Duration::from_secs(15);
+/// How long a TLS handshake may take once the hello is in.
+const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(15);
+
+static NEXT_CONNECTION_ID: AtomicU64 = AtomicU64::new(1);
+
+/// What the rest of the connection's life needs to know about it.
+pub struct ConnInfo {
+    pub id: u64,
+    pub remote: SocketAddr,
+    pub local: SocketAddr,
+    pub tls: Option<TlsInfo>,
+    pub start: Instant,
+}
+
+impl ConnInfo {
+    pub fn scheme(&self) -> &'static str {
+        if self.tls.is_some() {
+            "https"
+        } else {
+            "http"
+        }
+    }
+}
+
+pub async fn handle(
+    worker: Rc<Worker>,
+    wl: Rc<WorkerListener>,
+    tcp: TcpStream,
+    remote: SocketAddr,
+    _guard: ConnectionGuard,
+) {
+    let stats = &wl.stats;
+    stats.downstream_cx_total.inc();
+    stats.downstream_cx_active.inc();
+    let start = Instant::now();
+    serve(&worker, &wl, tcp, remote, start).await;
+    stats.downstream_cx_active.dec();
+    stats.downstream_cx_destroy.inc();
+    stats.downstream_cx_length_ms.record(start.elapsed().as_millis() as u64);
+}
+
+async fn serve(worker: &Rc<Worker>, wl: &Rc<WorkerListener>, tcp: TcpStream, remote: SocketAddr, start: Instant) {
+    let stats = &wl.stats;
+    // Nagle would delay the last segment of every response; hoist coalesces writes itself.
+    let _ = tcp.set_nodelay(true);
+    let local = tcp.local_addr().unwrap_or(wl.rt.address);
+    let mut hello_bytes = Vec::new();
+    let mut sni = None;
+    let mut alpn = Vec::new();
+    let mut is_tls = false;
+    if wl.rt.inspects_tls {
+        stats.downstream_pre_cx_active.inc();
+        let inspected = tokio::time::timeout(
+            LISTENER_FILTER_TIMEOUT,
+            client_hello::read_client_hello(&tcp, &mut hello_bytes),
+        )
+        .await;
+        stats.downstream_pre_cx_active.dec();
+        match inspected {
+            Err(_) => {
+                stats.downstream_pre_cx_timeout.inc();
+                return;
+            }
+            // The peer went away before saying anything useful.
+            Ok(Err(_)) => return,
+            Ok(Ok(Inspect::Hello(hello))) => {
+                is_tls = true;
+                sni = hello.sni;
+                alpn = hello.alpn;
+            }
+            Ok(Ok(Inspect::NotTls)) => {}
+            Ok(Ok(Inspect::Malformed)) => {
+                stats.ssl_connection_error.inc();
+                return;
+            }
+        }
+    }
+    let facts = ConnectionFacts {
+        sni: sni.as_deref(),
+        is_tls,
+        alpn: &alpn,
+    };
+    let Some(index) = wl.rt.select(&facts) else {
+        stats.no_filter_chain_match.inc();
+        return;
+    };
+    let (Some(chain), Some(hcm)) = (wl.rt.chains().nth(index), wl.chains.get(index)) else {
+        return;
+    };
+    let mut info = ConnInfo {
+        id: NEXT_CONNECTION_ID.fetch_add(1, Ordering::Relaxed),
+        remote,
+        local,
+        tls: None,
+        start,
+    };
+    match &chain.tls {
+        Some(ctx) => {
+            let established = match tokio::time::timeout(
+                HANDSHAKE_TIMEOUT,
+                handshake::accept(tcp, hello_bytes, ctx),
+            )
+            .await
+            {
+                Ok(Ok(e)) => e,
+                Ok(Err(e)) => {
+                    stats.ssl_connection_error.inc();
+                    tracing::debug!("connection {} from {remote}: TLS handshake failed: {e}", info.id);
+                    return;
+                }
+                Err(_) => {
+                    stats.ssl_connection_error.inc();
+                    tracing::debug!("connection {} from {remote}: TLS handshake timed out", info.id);
+                    return;
+                }
+            };
+            count_handshake(wl, &established.info);
+            info.tls = Some(established.info.clone());
+            let transport = UserTlsTransport::new(established);
+            crate::codec::serve(transport, BytesMut::new(), hcm, &info, worker).await;
+        }
+        None => {
+            let transport = PlainTransport::new(tcp);
+            crate::codec::serve(transport, BytesMut::from(&hello_bytes[..]), hcm, &info, worker).await;
+        }
+    }
+}
+
+fn count_handshake(wl: &WorkerListener, info: &TlsInfo) {
+    let stats = &wl.stats;
+    stats.ssl_handshake.inc();
+    if info.session_reused {
+        stats.ssl_session_reused.inc();
+    }
+    if info.peer_subject.is_none() {
+        stats.ssl_no_certificate.inc();
+    }
+    stats.ssl_dynamic("ciphers", info.cipher);
+    stats.ssl_dynamic("versions", info.version);
+    if let Some(curve) = info.curve {
+        stats.ssl_dynamic("curves", curve);
+    }
+    if let Some(sigalg) = info.sigalg {
+        stats.ssl_dynamic("sigalgs", sigalg);
+    }
+}

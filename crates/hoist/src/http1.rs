@@ -1,0 +1,192 @@
+//! The HTTP/1.1 side of the connection manager: a keep-alive loop over the codec, with Envoy's
+//! timeouts, drain behaviour and local replies for codec errors.
+
+use std::rc::Rc;
+use std::time::{Duration, Instant, SystemTime};
+
+use bytes::BytesMut;
+use hoist_http::h1::{H1Conn, H1Error};
+use hoist_http::{Body, Version};
+use hoist_tls::transport::Transport;
+use http::HeaderMap;
+use tokio::io::AsyncWriteExt;
+
+use crate::codec::Traffic;
+use crate::conn_manager::Outcome;
+use crate::connection::ConnInfo;
+use crate::drain;
+use crate::stream::{HcmWorker, StreamRecord};
+use crate::worker::Worker;
+
+/// Request bodies hoist reads and drops after answering (direct responses don't need them)
+/// before it prefers closing the connection to reading on.
+const MAX_DISCARDED_BODY: u64 = 1 << 20;
+/// After an error reply, how long hoist keeps reading what the client still sends so that
+/// closing does not reset the connection under the reply (a lingering close, as nginx does).
+const LINGER: Duration = Duration::from_secs(2);
+
+pub async fn serve<T: Transport>(
+    transport: T,
+    buf: BytesMut,
+    hcm: &Rc<HcmWorker>,
+    info: &ConnInfo,
+    worker: &Rc<Worker>,
+) -> Traffic {
+    let rt = &hcm.rt;
+    let stats = &hcm.stats;
+    let mut conn = H1Conn::with_buffer(transport, rt.limits.clone(), buf);
+    let mut phase = worker.phase.clone();
+    loop {
+        // Waiting for a request: idle timeout, and on drain an idle connection just closes.
+        let next = async {
+            match rt.idle_timeout {
+                Some(d) => tokio::time::timeout(d, conn.read_request()).await,
+                None => Ok(conn.read_request().await),
+            }
+        };
+        let read = tokio::select! {
+            biased;
+            r = next => r,
+            _ = drain::draining(&mut phase) => {
+                stats.cx_drain_close.inc();
+                break;
+            }
+        };
+        let head = match read {
+            Err(_) => {
+                stats.cx_idle_timeout.inc();
+                break;
+            }
+            Ok(Ok(None)) => {
+                stats.cx_destroy_remote.inc();
+                break;
+            }
+            Ok(Ok(Some(head))) => head,
+            Ok(Err(e)) => {
+                codec_error(&mut conn, &e, hcm, info).await;
+                break;
+            }
+        };
+        let start = Instant::now();
+        let start_wall = SystemTime::now();
+        let mut head = head;
+        stats.rq_total.inc();
+        stats.rq_http1_total.inc();
+        stats.rq_active.inc();
+        hcm.prepare_request(&mut head, info);
+        let reply = hcm.rt.respond(&head, info.scheme());
+        hcm.count_outcome(reply.outcome);
+        let keep_alive = conn.request_info().keep_alive;
+        let drain_close = worker.state.drain_close();
+        let close = !keep_alive || drain_close;
+        let is_head = head.method == http::Method::HEAD;
+        let written = conn.write_response(&reply.head, &reply.body, is_head, close).await;
+        let (bytes_sent, write_ok) = match written {
+            Ok(n) => (n, true),
+            Err(_) => (0, false),
+        };
+        let response_done = start.elapsed();
+        // The request body is read (and dropped) after the reply: direct responses never need
+        // it, and the next pipelined request starts after it.
+        let mut keep = write_ok && !close;
+        if keep {
+            keep = matches!(conn.discard_body(MAX_DISCARDED_BODY).await, Ok(true));
+        }
+        hcm.finish_stream(&StreamRecord {
+            start_wall,
+            start,
+            head: &head,
+            version: head.version,
+            reply: &reply,
+            bytes_received: conn.request_body_bytes(),
+            bytes_sent,
+            duration: response_done,
+            conn: info,
+        });
+        if drain_close && keep_alive {
+            stats.cx_drain_close.inc();
+        }
+        if !keep {
+            break;
+        }
+    }
+    let traffic = Traffic {
+        rx: conn.bytes_read(),
+        tx: conn.bytes_written(),
+    };
+    // A clean end: close_notify on TLS, then FIN.
+    let mut transport = conn.into_transport();
+    let _ = tokio::time::timeout(Duration::from_secs(1), transport.shutdown()).await;
+    stats.cx_destroy_local.inc();
+    traffic
+}
+
+/// A request the codec refused: answer with its status (400, 413, 431, 501, 505), log it as
+/// Envoy does (flag DPE), then close without resetting the reply.
+async fn codec_error<T: Transport>(conn: &mut H1Conn<T>, e: &H1Error, hcm: &Rc<HcmWorker>, info: &ConnInfo) {
+    let stats = &hcm.stats;
+    let status = match e {
+        // The peer went away or the socket failed: nobody to answer.
+        H1Error::Io(_) | H1Error::UnexpectedEof => return,
+        other => other.status(),
+    };
+    stats.cx_protocol_error.inc();
+    if status == 431 || status == 413 {
+        stats.rq_too_large.inc();
+    }
+    let start = Instant::now();
+    let start_wall = SystemTime::now();
+    let text = http::StatusCode::from_u16(status)
+        .ok()
+        .and_then(|s| s.canonical_reason())
+        .unwrap_or("Bad Request");
+    let mut reply = hcm.rt.local_reply(
+        status,
+        Body::Bytes(bytes::Bytes::from(text)),
+        crate::access_log::ResponseFlags::DOWNSTREAM_PROTOCOL_ERROR,
+        e.details(),
+        Outcome::LocalReply,
+    );
+    let mut extra = HeaderMap::new();
+    std::mem::swap(&mut extra, &mut reply.head.headers);
+    let _ = conn.write_error(e, &extra).await;
+    reply.head.headers = extra;
+    let head = hoist_http::RequestHead {
+        method: http::Method::GET,
+        path: String::new(),
+        version: Version::Http11,
+        authority: None,
+        headers: HeaderMap::new(),
+    };
+    stats.rq_total.inc();
+    stats.rq_active.inc();
+    hcm.finish_stream(&StreamRecord {
+        start_wall,
+        start,
+        head: &head,
+        version: Version::Http11,
+        reply: &reply,
+        bytes_received: 0,
+        bytes_sent: text.len() as u64,
+        duration: start.elapsed(),
+        conn: info,
+    });
+    linger(conn).await;
+}
+
+/// Half-closes and reads until the client closes or LINGER passes, so the client sees the reply
+/// instead of a reset caused by unread data.
+async fn linger<T: Transport>(conn: &mut H1Conn<T>) {
+    let transport = conn.transport_mut();
+    let _ = tokio::time::timeout(Duration::from_millis(200), transport.shutdown()).await;
+    let _ = tokio::time::timeout(LINGER, async {
+        let mut sink = [0u8; 4096];
+        loop {
+            match tokio::io::AsyncReadExt::read(transport, &mut sink).await {
+                Ok(0) | Err(_) => break,
+                Ok(_) => {}
+            }
+        }
+    })
+    .await;
+}

@@ -1,0 +1,265 @@
+//! The HTTP/2 side of the connection manager, on the h2 crate: each stream is a local task on
+//! the worker; the connection task drives the socket and the drain (GOAWAY).
+
+use std::future::poll_fn;
+use std::io;
+use std::pin::Pin;
+use std::rc::Rc;
+use std::task::{Context, Poll};
+use std::time::{Duration, Instant, SystemTime};
+
+use bytes::{Buf, Bytes, BytesMut};
+use h2::server::SendResponse;
+use h2::RecvStream;
+use hoist_http::{Body, RequestHead, Version};
+use hoist_tls::file::FileRegion;
+use hoist_tls::transport::Transport;
+use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+
+use crate::codec::Traffic;
+use crate::connection::ConnInfo;
+use crate::drain;
+use crate::stream::{HcmWorker, StreamRecord};
+use crate::worker::Worker;
+
+/// Request body bytes hoist reads and drops per stream before resetting it.
+const MAX_DISCARDED_BODY: u64 = 1 << 20;
+
+pub async fn serve<T: Transport>(
+    transport: T,
+    buf: BytesMut,
+    hcm: &Rc<HcmWorker>,
+    info: &ConnInfo,
+    worker: &Rc<Worker>,
+) -> Traffic {
+    let rt = &hcm.rt;
+    let io = Prefixed {
+        prefix: buf.freeze(),
+        inner: transport,
+        traffic: Traffic::default(),
+    };
+    let mut builder = h2::server::Builder::new();
+    builder
+        .max_concurrent_streams(rt.http2.max_concurrent_streams)
+        .initial_window_size(rt.http2.initial_stream_window_size)
+        .initial_connection_window_size(rt.http2.initial_connection_window_size)
+        .max_header_list_size(rt.limits.max_request_headers_kb.saturating_mul(1024));
+    let handshake = builder.handshake::<_, Bytes>(io);
+    let mut conn = match tokio::time::timeout(Duration::from_secs(15), handshake).await {
+        Ok(Ok(c)) => c,
+        _ => {
+            hcm.stats.cx_protocol_error.inc();
+            return Traffic::default();
+        }
+    };
+    let info = Rc::new(ConnSnapshot::from(info));
+    let mut phase = worker.phase.clone();
+    let mut going_away = false;
+    loop {
+        let accepted = tokio::select! {
+            a = conn.accept() => a,
+            _ = drain::draining(&mut phase), if !going_away => {
+                going_away = true;
+                hcm.stats.cx_drain_close.inc();
+                conn.graceful_shutdown();
+                continue;
+            }
+        };
+        match accepted {
+            Some(Ok((request, respond))) => {
+                tokio::task::spawn_local(stream(request, respond, hcm.clone(), info.clone()));
+            }
+            Some(Err(e)) => {
+                if e.is_go_away() || e.is_reset() || e.is_io() {
+                    break;
+                }
+                hcm.stats.cx_protocol_error.inc();
+                break;
+            }
+            None => break,
+        }
+        if worker.state.drain_close() && !going_away {
+            going_away = true;
+            conn.graceful_shutdown();
+        }
+    }
+    // Let the last frames (GOAWAY, end of streams) out before the socket is dropped.
+    let _ = tokio::time::timeout(Duration::from_secs(1), poll_fn(|cx| conn.poll_closed(cx))).await;
+    hcm.stats.cx_destroy_local.inc();
+    Traffic::default()
+}
+
+/// The parts of ConnInfo a stream task needs (streams outlive the borrow of the connection).
+struct ConnSnapshot {
+    info: ConnInfo,
+}
+
+impl From<&ConnInfo> for ConnSnapshot {
+    fn from(c: &ConnInfo) -> Self {
+        ConnSnapshot {
+            info: ConnInfo {
+                id: c.id,
+                remote: c.remote,
+                local: c.local,
+                tls: c.tls.clone(),
+                start: c.start,
+            },
+        }
+    }
+}
+
+async fn stream(request: http::Request<RecvStream>, mut respond: SendResponse<Bytes>, hcm: Rc<HcmWorker>, conn: Rc<ConnSnapshot>) {
+    let info = &conn.info;
+    let stats = &hcm.stats;
+    let start = Instant::now();
+    let start_wall = SystemTime::now();
+    stats.rq_total.inc();
+    stats.rq_http2_total.inc();
+    stats.rq_active.inc();
+    let (parts, mut body) = request.into_parts();
+    let mut head = RequestHead {
+        path: parts
+            .uri
+            .path_and_query()
+            .map_or_else(|| "/".to_string(), |p| p.as_str().to_string()),
+        authority: parts.uri.authority().map(|a| a.as_str().to_string()),
+        method: parts.method,
+        version: Version::Http2,
+        headers: parts.headers,
+    };
+    hcm.prepare_request(&mut head, info);
+    let reply = hcm.rt.respond(&head, info.scheme());
+    hcm.count_outcome(reply.outcome);
+    let is_head = head.method == http::Method::HEAD;
+    let mut response = http::Response::new(());
+    *response.status_mut() = http::StatusCode::from_u16(reply.head.status).unwrap_or(http::StatusCode::INTERNAL_SERVER_ERROR);
+    *response.headers_mut() = reply.head.headers.clone();
+    if !is_head && !matches!(reply.head.status, 204 | 304) {
+        response
+            .headers_mut()
+            .insert(http::header::CONTENT_LENGTH, http::HeaderValue::from(reply.body.len()));
+    }
+    let end = is_head || reply.body.is_empty();
+    let mut bytes_sent = 0;
+    if let Ok(mut send) = respond.send_response(response, end) {
+        if !end {
+            bytes_sent = send_body(&mut send, &reply.body).await.unwrap_or(0);
+        }
+    }
+    let duration = start.elapsed();
+    let bytes_received = discard(&mut body).await;
+    hcm.finish_stream(&StreamRecord {
+        start_wall,
+        start,
+        head: &head,
+        version: Version::Http2,
+        reply: &reply,
+        bytes_received,
+        bytes_sent,
+        duration,
+        conn: info,
+    });
+}
+
+/// Sends a body within the peer's flow-control window. File bodies are sent as views of the
+/// mapping (no copy into a heap buffer before h2 frames them).
+async fn send_body(send: &mut h2::SendStream<Bytes>, body: &Body) -> Result<u64, h2::Error> {
+    let mut data = match body {
+        Body::Empty => return Ok(0),
+        Body::Bytes(b) => b.clone(),
+        Body::File(region) => Bytes::from_owner(RegionBytes(region.clone())),
+    };
+    let total = data.len() as u64;
+    while !data.is_empty() {
+        send.reserve_capacity(data.len().min(1 << 20));
+        let granted = match poll_fn(|cx| send.poll_capacity(cx)).await {
+            Some(Ok(n)) => n,
+            Some(Err(e)) => return Err(e),
+            None => return Ok(total - data.len() as u64),
+        };
+        if granted == 0 {
+            continue;
+        }
+        let chunk = data.split_to(granted.min(data.len()));
+        send.send_data(chunk, data.is_empty())?;
+    }
+    Ok(total)
+}
+
+/// Reads and drops the request body, returning its size; stops (resetting the stream) past
+/// MAX_DISCARDED_BODY.
+async fn discard(body: &mut RecvStream) -> u64 {
+    let mut received = 0u64;
+    while let Some(chunk) = body.data().await {
+        let Ok(chunk) = chunk else { break };
+        received += chunk.len() as u64;
+        let _ = body.flow_control().release_capacity(chunk.len());
+        if received > MAX_DISCARDED_BODY {
+            break;
+        }
+    }
+    received
+}
+
+struct RegionBytes(FileRegion);
+
+impl AsRef<[u8]> for RegionBytes {
+    fn as_ref(&self) -> &[u8] {
+        self.0.bytes()
+    }
+}
+
+/// The transport with the bytes read before the codec was chosen put back in front, and
+/// byte counts for the connection stats.
+struct Prefixed<T> {
+    prefix: Bytes,
+    inner: T,
+    traffic: Traffic,
+}
+
+impl<T: Transport> AsyncRead for Prefixed<T> {
+    fn poll_read(mut self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &mut ReadBuf<'_>) -> Poll<io::Result<()>> {
+        let this = &mut *self;
+        if !this.prefix.is_empty() {
+            let n = this.prefix.len().min(buf.remaining());
+            buf.put_slice(&this.prefix[..n]);
+            this.prefix.advance(n);
+            this.traffic.rx += n as u64;
+            return Poll::Ready(Ok(()));
+        }
+        let before = buf.filled().len();
+        let r = Pin::new(&mut this.inner).poll_read(cx, buf);
+        this.traffic.rx += (buf.filled().len() - before) as u64;
+        r
+    }
+}
+
+impl<T: Transport> AsyncWrite for Prefixed<T> {
+    fn poll_write(mut self: Pin<&mut Self>, cx: &mut Context<'_>, data: &[u8]) -> Poll<io::Result<usize>> {
+        let r = Pin::new(&mut self.inner).poll_write(cx, data);
+        if let Poll::Ready(Ok(n)) = &r {
+            self.traffic.tx += *n as u64;
+        }
+        r
+    }
+
+    fn poll_write_vectored(mut self: Pin<&mut Self>, cx: &mut Context<'_>, bufs: &[io::IoSlice<'_>]) -> Poll<io::Result<usize>> {
+        let r = Pin::new(&mut self.inner).poll_write_vectored(cx, bufs);
+        if let Poll::Ready(Ok(n)) = &r {
+            self.traffic.tx += *n as u64;
+        }
+        r
+    }
+
+    fn is_write_vectored(&self) -> bool {
+        self.inner.is_write_vectored()
+    }
+
+    fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.inner).poll_flush(cx)
+    }
+
+    fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.inner).poll_shutdown(cx)
+    }
+}

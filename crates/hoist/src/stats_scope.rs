@@ -1,0 +1,192 @@
+//! The stats hoist keeps, by Envoy's names, bound to a worker's slot once so the data path only
+//! does single-writer increments.
+//!
+//! Scopes: `listener.<address>.` (connections, TLS), `http.<stat_prefix>.` (the connection
+//! manager, requests), `listener.<address>.http.<stat_prefix>.` (per-listener request codes), and
+//! `server.` (main thread).
+
+use std::cell::RefCell;
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use hoist_stats::{Store, WorkerCounter, WorkerGauge, WorkerHistogram};
+
+use crate::server::ServerState;
+
+/// Connection- and TLS-level stats of one listener, as one worker sees them.
+pub struct ListenerStats {
+    store: Arc<Store>,
+    scope: String,
+    slot: usize,
+    pub downstream_cx_total: WorkerCounter,
+    pub downstream_cx_active: WorkerGauge,
+    pub downstream_cx_destroy: WorkerCounter,
+    pub downstream_cx_length_ms: WorkerHistogram,
+    pub downstream_pre_cx_timeout: WorkerCounter,
+    pub downstream_pre_cx_active: WorkerGauge,
+    pub no_filter_chain_match: WorkerCounter,
+    pub ssl_handshake: WorkerCounter,
+    pub ssl_connection_error: WorkerCounter,
+    pub ssl_session_reused: WorkerCounter,
+    pub ssl_no_certificate: WorkerCounter,
+    /// `ssl.ciphers.<name>`, `ssl.versions.<v>`, `ssl.curves.<c>`, `ssl.sigalgs.<s>`, created on
+    /// first use and cached so the lock in the store is taken once per name per worker.
+    dynamic: RefCell<HashMap<String, WorkerCounter>>,
+}
+
+impl ListenerStats {
+    pub fn new(store: &Arc<Store>, scope: &str, slot: usize) -> ListenerStats {
+        let c = |n: &str| store.counter(&format!("{scope}{n}")).worker(slot);
+        let g = |n: &str| store.gauge(&format!("{scope}{n}")).worker(slot);
+        ListenerStats {
+            downstream_cx_total: c("downstream_cx_total"),
+            downstream_cx_active: g("downstream_cx_active"),
+            downstream_cx_destroy: c("downstream_cx_destroy"),
+            downstream_cx_length_ms: store.histogram(&format!("{scope}downstream_cx_length_ms")).worker(slot),
+            downstream_pre_cx_timeout: c("downstream_pre_cx_timeout"),
+            downstream_pre_cx_active: g("downstream_pre_cx_active"),
+            no_filter_chain_match: c("no_filter_chain_match"),
+            ssl_handshake: c("ssl.handshake"),
+            ssl_connection_error: c("ssl.connection_error"),
+            ssl_session_reused: c("ssl.session_reused"),
+            ssl_no_certificate: c("ssl.no_certificate"),
+            dynamic: RefCell::new(HashMap::new()),
+            store: store.clone(),
+            scope: scope.to_string(),
+            slot,
+        }
+    }
+
+    /// Increments `<scope>ssl.<kind>.<name>` (kind: ciphers, versions, curves, sigalgs).
+    pub fn ssl_dynamic(&self, kind: &str, name: &str) {
+        let key = format!("ssl.{kind}.{name}");
+        let mut map = self.dynamic.borrow_mut();
+        let counter = map.entry(key).or_insert_with_key(|k| {
+            self.store.counter(&format!("{}{k}", self.scope)).worker(self.slot)
+        });
+        counter.inc();
+    }
+}
+
+/// Connection manager stats (`http.<prefix>.`) plus the per-listener request codes
+/// (`listener.<address>.http.<prefix>.`), as one worker sees them.
+pub struct HcmWorkerStats {
+    pub cx_total: WorkerCounter,
+    pub cx_ssl_total: WorkerCounter,
+    pub cx_http1_total: WorkerCounter,
+    pub cx_http2_total: WorkerCounter,
+    pub cx_active: WorkerGauge,
+    pub cx_ssl_active: WorkerGauge,
+    pub cx_http1_active: WorkerGauge,
+    pub cx_http2_active: WorkerGauge,
+    pub cx_destroy: WorkerCounter,
+    pub cx_destroy_remote: WorkerCounter,
+    pub cx_destroy_local: WorkerCounter,
+    pub cx_rx_bytes_total: WorkerCounter,
+    pub cx_tx_bytes_total: WorkerCounter,
+    pub cx_protocol_error: WorkerCounter,
+    pub cx_idle_timeout: WorkerCounter,
+    pub cx_drain_close: WorkerCounter,
+    pub cx_length_ms: WorkerHistogram,
+    pub rq_total: WorkerCounter,
+    pub rq_http1_total: WorkerCounter,
+    pub rq_http2_total: WorkerCounter,
+    pub rq_active: WorkerGauge,
+    pub rq_completed: WorkerCounter,
+    /// downstream_rq_1xx .. downstream_rq_5xx
+    pub rq_class: [WorkerCounter; 5],
+    pub rq_too_large: WorkerCounter,
+    pub rq_timeout: WorkerCounter,
+    pub rq_header_timeout: WorkerCounter,
+    pub rq_time: WorkerHistogram,
+    pub rq_direct_response: WorkerCounter,
+    pub rq_redirect: WorkerCounter,
+    pub no_route: WorkerCounter,
+    listener_rq_class: [WorkerCounter; 5],
+    listener_rq_completed: WorkerCounter,
+}
+
+impl HcmWorkerStats {
+    pub fn new(store: &Arc<Store>, stat_prefix: &str, listener_scope: &str, slot: usize) -> HcmWorkerStats {
+        let scope = format!("http.{stat_prefix}.");
+        let c = |n: &str| store.counter(&format!("{scope}{n}")).worker(slot);
+        let g = |n: &str| store.gauge(&format!("{scope}{n}")).worker(slot);
+        let h = |n: &str| store.histogram(&format!("{scope}{n}")).worker(slot);
+        let lc = |n: &str| store.counter(&format!("{listener_scope}http.{stat_prefix}.{n}")).worker(slot);
+        let class = |f: &dyn Fn(&str) -> WorkerCounter| {
+            [1, 2, 3, 4, 5].map(|i| f(&format!("downstream_rq_{i}xx")))
+        };
+        HcmWorkerStats {
+            cx_total: c("downstream_cx_total"),
+            cx_ssl_total: c("downstream_cx_ssl_total"),
+            cx_http1_total: c("downstream_cx_http1_total"),
+            cx_http2_total: c("downstream_cx_http2_total"),
+            cx_active: g("downstream_cx_active"),
+            cx_ssl_active: g("downstream_cx_ssl_active"),
+            cx_http1_active: g("downstream_cx_http1_active"),
+            cx_http2_active: g("downstream_cx_http2_active"),
+            cx_destroy: c("downstream_cx_destroy"),
+            cx_destroy_remote: c("downstream_cx_destroy_remote"),
+            cx_destroy_local: c("downstream_cx_destroy_local"),
+            cx_rx_bytes_total: c("downstream_cx_rx_bytes_total"),
+            cx_tx_bytes_total: c("downstream_cx_tx_bytes_total"),
+            cx_protocol_error: c("downstream_cx_protocol_error"),
+            cx_idle_timeout: c("downstream_cx_idle_timeout"),
+            cx_drain_close: c("downstream_cx_drain_close"),
+            cx_length_ms: h("downstream_cx_length_ms"),
+            rq_total: c("downstream_rq_total"),
+            rq_http1_total: c("downstream_rq_http1_total"),
+            rq_http2_total: c("downstream_rq_http2_total"),
+            rq_active: g("downstream_rq_active"),
+            rq_completed: c("downstream_rq_completed"),
+            rq_class: class(&c),
+            rq_too_large: c("downstream_rq_too_large"),
+            rq_timeout: c("downstream_rq_timeout"),
+            rq_header_timeout: c("downstream_rq_header_timeout"),
+            rq_time: h("downstream_rq_time"),
+            rq_direct_response: c("rq_direct_response"),
+            rq_redirect: c("rq_redirect"),
+            no_route: c("no_route"),
+            listener_rq_class: class(&lc),
+            listener_rq_completed: lc("downstream_rq_completed"),
+        }
+    }
+
+    /// Counts a completed request by its status class.
+    pub fn completed(&self, status: u16) {
+        self.rq_completed.inc();
+        self.listener_rq_completed.inc();
+        if let Some(i) = (status / 100).checked_sub(1).map(usize::from).filter(|i| *i < 5) {
+            self.rq_class[i].inc();
+            self.listener_rq_class[i].inc();
+        }
+    }
+}
+
+/// `server.*` gauges, kept current by the admin thread when stats are read.
+pub fn register_server_stats(state: &Arc<ServerState>) {
+    refresh_server_stats(state);
+}
+
+/// Sets the `server.` gauges from the live state; called before every stats render.
+pub fn refresh_server_stats(state: &ServerState) {
+    let main = state.concurrency; // the main thread's slot
+    let set = |name: &str, v: i64| state.stats.gauge(name).worker(main).set(v);
+    set("server.live", i64::from(state.state_name() == "LIVE"));
+    set("server.uptime", state.start.elapsed().as_secs() as i64);
+    set("server.concurrency", state.concurrency as i64);
+    set("server.state", if state.state_name() == "LIVE" { 0 } else { 1 });
+    set("server.total_connections", total_connections(state));
+}
+
+fn total_connections(state: &ServerState) -> i64 {
+    let snapshot = state.stats.gauge_values();
+    state
+        .listeners
+        .iter()
+        .map(|l| {
+            let name = format!("{}downstream_cx_active", l.stat_scope);
+            snapshot.get(&name).copied().unwrap_or(0)
+        })
+        .sum()
+}
