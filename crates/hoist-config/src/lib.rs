@@ -6,8 +6,12 @@
 //! silently ignored. docs/CONFIG.md lists what is accepted, field by field.
 #![forbid(unsafe_code)]
 
+mod decode;
 mod error;
+mod extension;
 pub mod model;
+pub mod reader;
+mod source;
 
 pub use error::ConfigError;
 
@@ -15,7 +19,32 @@ use std::path::Path;
 
 /// Loads a bootstrap from `--config-path` and/or `--config-yaml` (merged over the file the way
 /// Envoy merges: messages field by field, repeated fields appended, scalars replaced).
-pub fn load(config_path: Option<&Path>, config_yaml: Option<&str>) -> Result<model::Bootstrap, ConfigError> {
-    let _ = (config_path, config_yaml);
-    Err(ConfigError::new("", "configuration decoding is not built yet"))
+///
+/// Relative file names inside the configuration (certificates, bodies) are resolved against
+/// the process's working directory, as Envoy does.
+pub fn load(
+    config_path: Option<&Path>,
+    config_yaml: Option<&str>,
+) -> Result<model::Bootstrap, ConfigError> {
+    let tree = match (config_path, config_yaml) {
+        (None, None) => {
+            return Err(ConfigError::new(
+                "",
+                "no configuration given: use --config-path (-c) and/or --config-yaml",
+            ))
+        }
+        (Some(path), None) => source::read_file(path)?,
+        (None, Some(yaml)) => source::parse(yaml, "--config-yaml")?,
+        (Some(path), Some(yaml)) => {
+            let mut tree = source::read_file(path)?;
+            source::merge(&mut tree, source::parse(yaml, "--config-yaml")?);
+            tree
+        }
+    };
+    decode::bootstrap(tree)
+}
+
+/// Loads a bootstrap from one YAML (or JSON) string.
+pub fn load_str(yaml: &str) -> Result<model::Bootstrap, ConfigError> {
+    decode::bootstrap(source::parse(yaml, "configuration")?)
 }

@@ -27,5 +27,7 @@ pub struct AccessLog {
     pub name: String,
     pub sink: AccessLogSink,
     pub format: LogFormat,
+    /// Where the format was written (`...log_format.text_format`, `...typed_config.format`), or
+    /// the access_log entry itself when the default format applies.
     pub yaml_path: String,
 }

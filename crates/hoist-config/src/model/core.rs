@@ -118,6 +118,10 @@ impl StringMatcher {
 
 /// A `typed_config` whose decoding belongs to a later stage (per-filter configuration). Kept
 /// as JSON with the YAML path it came from, so that stage can report errors at the right place.
+///
+/// `value` holds the config's fields without `@type` (a `TypedStruct` wrapper is already
+/// unwrapped). Decode it with the same strict reader the loader uses:
+/// `hoist_config::reader::Node::new(&raw.value, raw.yaml_path.clone()).message()`.
 #[derive(Clone, Debug, PartialEq)]
 pub struct RawTypedConfig {
     pub type_url: String,
