@@ -15,7 +15,13 @@ use std::path::Path;
 
 /// Loads a bootstrap from `--config-path` and/or `--config-yaml` (merged over the file the way
 /// Envoy merges: messages field by field, repeated fields appended, scalars replaced).
-pub fn load(config_path: Option<&Path>, config_yaml: Option<&str>) -> Result<model::Bootstrap, ConfigError> {
+pub fn load(
+    config_path: Option<&Path>,
+    config_yaml: Option<&str>,
+) -> Result<model::Bootstrap, ConfigError> {
     let _ = (config_path, config_yaml);
-    Err(ConfigError::new("", "configuration decoding is not built yet"))
+    Err(ConfigError::new(
+        "",
+        "configuration decoding is not built yet",
+    ))
 }

@@ -55,7 +55,10 @@ pub enum HeaderMatchSpec {
     String(StringMatcher),
     Present(bool),
     /// `range_match`: [start, end).
-    Range { start: i64, end: i64 },
+    Range {
+        start: i64,
+        end: i64,
+    },
 }
 
 #[derive(Clone, Debug)]
