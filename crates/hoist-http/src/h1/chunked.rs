@@ -218,13 +218,19 @@ mod tests {
         let mut dec = ChunkedDecoder::new(1024, 10);
         let mut buf = BytesMut::new();
         let mut body = Vec::new();
-        for piece in pieces {
+        for (i, piece) in pieces.iter().enumerate() {
             buf.extend_from_slice(piece);
             loop {
                 match dec.decode(&mut buf)? {
                     Decoded::Data(d) => body.extend_from_slice(&d),
                     Decoded::NeedMore => break,
-                    Decoded::Done => return Ok((body, buf.to_vec())),
+                    Decoded::Done => {
+                        let mut rest = buf.to_vec();
+                        pieces[i + 1..]
+                            .iter()
+                            .for_each(|p| rest.extend_from_slice(p));
+                        return Ok((body, rest));
+                    }
                 }
             }
         }

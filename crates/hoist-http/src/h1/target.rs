@@ -56,10 +56,22 @@ fn absolute_form(target: &str) -> Result<Target, H1Error> {
     })
 }
 
-/// A Host header's value must be an authority (host and optional port).
+/// A Host header's value must be `uri-host [ ":" port ]` (RFC 9110 §7.2).
 pub(crate) fn valid_host(value: &[u8]) -> bool {
-    // Userinfo is not part of a Host header (RFC 9110 §7.2), though Authority accepts it.
-    !value.contains(&b'@') && Authority::try_from(value).is_ok()
+    // Userinfo is no part of Host, though Authority accepts it.
+    if value.contains(&b'@') {
+        return false;
+    }
+    let Ok(authority) = Authority::try_from(value) else {
+        return false;
+    };
+    // Authority does not check the port; a port is digits only.
+    let host_len = authority.host().len();
+    match authority.as_str().as_bytes().get(host_len..) {
+        Some([]) => true,
+        Some([b':', port @ ..]) => port.iter().all(u8::is_ascii_digit),
+        _ => false,
+    }
 }
 
 #[cfg(test)]
