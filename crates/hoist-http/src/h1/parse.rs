@@ -73,18 +73,22 @@ pub(crate) fn parse_head(
     scratch: &mut Scratch,
 ) -> Result<Option<Parsed>, H1Error> {
     let max_bytes = limits.max_head_bytes();
+    // httparse never sees more than the limit: a head that does not end within it is too
+    // large, however many bytes the peer has sent, and the verdict is the same however the
+    // bytes were split into reads.
+    let window = &buf[..buf.len().min(max_bytes)];
+    let over_limit = buf.len() > max_bytes;
     scratch.clear();
     let pending = with_uninit_headers(limits.max_headers_count as usize, |headers| {
         let mut req = httparse::Request::new(&mut []);
         match httparse::ParserConfig::default()
-            .parse_request_with_uninit_headers(&mut req, buf, headers)
+            .parse_request_with_uninit_headers(&mut req, window, headers)
         {
-            Ok(httparse::Status::Complete(len)) if len > max_bytes => Err(H1Error::HeadersTooLarge),
-            Ok(httparse::Status::Complete(len)) => interpret(&req, buf, len, scratch).map(Some),
-            Ok(httparse::Status::Partial) if buf.len() > max_bytes => Err(H1Error::HeadersTooLarge),
+            Ok(httparse::Status::Complete(len)) => interpret(&req, window, len, scratch).map(Some),
+            Ok(httparse::Status::Partial) if over_limit => Err(H1Error::HeadersTooLarge),
             Ok(httparse::Status::Partial) => Ok(None),
             Err(httparse::Error::TooManyHeaders) => Err(H1Error::TooManyHeaders),
-            Err(httparse::Error::Version) => version_error(buf, max_bytes),
+            Err(httparse::Error::Version) => version_error(window, over_limit),
             Err(httparse::Error::HeaderName | httparse::Error::HeaderValue) => {
                 Err(H1Error::InvalidCharacters)
             }
@@ -189,7 +193,7 @@ fn interpret(
 
 /// httparse reports any version but 1.0 and 1.1 the same way. A well-formed `HTTP/x.y` is
 /// answered 505; anything else, 400. Needs the whole request line to tell.
-fn version_error(buf: &[u8], max_bytes: usize) -> Result<Option<Pending>, H1Error> {
+fn version_error(buf: &[u8], over_limit: bool) -> Result<Option<Pending>, H1Error> {
     let start = buf
         .iter()
         .take_while(|&&b| b == b'\r' || b == b'\n')
@@ -199,7 +203,7 @@ fn version_error(buf: &[u8], max_bytes: usize) -> Result<Option<Pending>, H1Erro
         return Err(H1Error::Http2Preface);
     }
     let Some(lf) = rest.iter().position(|&b| b == b'\n') else {
-        if buf.len() > max_bytes {
+        if over_limit {
             return Err(H1Error::HeadersTooLarge);
         }
         return Ok(None);
