@@ -219,7 +219,7 @@ fn random_and_mutated_requests_never_panic_and_ignore_splits() {
             _ => H1Limits::default(),
         };
         let pieces = split(&mut rng, &input);
-        let (whole_log, whole_out) = runtime.block_on(serve(&[input.clone()], limits));
+        let (whole_log, whole_out) = runtime.block_on(serve(std::slice::from_ref(&input), limits));
         let (split_log, split_out) = runtime.block_on(serve(&pieces, limits));
         assert_eq!(
             whole_log,

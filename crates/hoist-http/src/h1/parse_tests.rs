@@ -130,9 +130,11 @@ fn malformed_is_400() {
     }
 }
 
+type Check = fn(&H1Error) -> bool;
+
 #[test]
 fn specific_400s() {
-    let cases: &[(&[u8], fn(&H1Error) -> bool)] = &[
+    let cases: &[(&[u8], Check)] = &[
         (b"GET / HTTP/1.1\r\n\r\n", |e| {
             matches!(e, H1Error::MissingHost)
         }),
