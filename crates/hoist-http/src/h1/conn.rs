@@ -130,7 +130,10 @@ impl<T: Transport> H1Conn<T> {
         }
         if self.info.expect_continue && !self.continue_sent && self.awaiting_response {
             self.continue_sent = true;
-            let written = self.io.write_all(CONTINUE).await.and(self.io.flush().await);
+            let written = match self.io.write_all(CONTINUE).await {
+                Ok(()) => self.io.flush().await,
+                Err(e) => Err(e),
+            };
             if let Err(e) = written {
                 return Err(self.fail(e.into()));
             }
@@ -279,7 +282,8 @@ impl<T: Transport> H1Conn<T> {
         self.io
     }
 
-    /// Plaintext bytes read from the transport so far.
+    /// Plaintext bytes the codec read from the transport so far (not counting the bytes
+    /// handed to [`with_buffer`](Self::with_buffer)).
     pub fn bytes_read(&self) -> u64 {
         self.bytes_read
     }
