@@ -8,7 +8,6 @@ use bytes::BytesMut;
 use hoist_http::h1::{H1Conn, H1Error};
 use hoist_http::{Body, Version};
 use hoist_tls::transport::Transport;
-use http::HeaderMap;
 use tokio::io::AsyncWriteExt;
 
 use crate::codec::Traffic;
@@ -36,6 +35,8 @@ pub async fn serve<T: Transport>(
     let stats = &hcm.stats;
     let mut conn = H1Conn::with_buffer(transport, rt.limits.clone(), buf);
     let mut phase = worker.phase.clone();
+    // Whether the peer ended the connection (then there is nothing to linger for).
+    let mut peer_closed = false;
     loop {
         // Waiting for a request: idle timeout, and on drain an idle connection just closes.
         let next = async {
@@ -52,24 +53,27 @@ pub async fn serve<T: Transport>(
                 break;
             }
         };
-        let head = match read {
+        let mut head = match read {
             Err(_) => {
                 stats.cx_idle_timeout.inc();
                 break;
             }
             Ok(Ok(None)) => {
-                stats.cx_destroy_remote.inc();
+                peer_closed = !conn.should_close();
+                if peer_closed {
+                    stats.cx_destroy_remote.inc();
+                }
                 break;
             }
             Ok(Ok(Some(head))) => head,
             Ok(Err(e)) => {
+                peer_closed = !e.wants_reply();
                 codec_error(&mut conn, &e, hcm, info).await;
                 break;
             }
         };
         let start = Instant::now();
         let start_wall = SystemTime::now();
-        let mut head = head;
         stats.rq_total.inc();
         stats.rq_http1_total.inc();
         stats.rq_active.inc();
@@ -81,30 +85,33 @@ pub async fn serve<T: Transport>(
         let close = !keep_alive || drain_close;
         let is_head = head.method == http::Method::HEAD;
         let written = conn.write_response(&reply.head, &reply.body, is_head, close).await;
+        let duration = start.elapsed();
         let (bytes_sent, write_ok) = match written {
             Ok(n) => (n, true),
             Err(_) => (0, false),
         };
-        let response_done = start.elapsed();
         // The request body is read (and dropped) after the reply: direct responses never need
         // it, and the next pipelined request starts after it.
-        let mut keep = write_ok && !close;
+        let mut keep = write_ok && !close && !conn.should_close();
         if keep {
             keep = matches!(conn.discard_body(MAX_DISCARDED_BODY).await, Ok(true));
         }
         hcm.finish_stream(&StreamRecord {
             start_wall,
             start,
-            head: &head,
+            head: Some(&head),
             version: head.version,
             reply: &reply,
             bytes_received: conn.request_body_bytes(),
             bytes_sent,
-            duration: response_done,
+            duration,
             conn: info,
         });
         if drain_close && keep_alive {
             stats.cx_drain_close.inc();
+        }
+        if !write_ok {
+            peer_closed = true;
         }
         if !keep {
             break;
@@ -114,79 +121,58 @@ pub async fn serve<T: Transport>(
         rx: conn.bytes_read(),
         tx: conn.bytes_written(),
     };
-    // A clean end: close_notify on TLS, then FIN.
-    let mut transport = conn.into_transport();
-    let _ = tokio::time::timeout(Duration::from_secs(1), transport.shutdown()).await;
-    stats.cx_destroy_local.inc();
+    if peer_closed {
+        let mut transport = conn.into_transport();
+        let _ = tokio::time::timeout(Duration::from_secs(1), transport.shutdown()).await;
+    } else {
+        // A clean end from our side: close_notify on TLS, FIN, and a lingering read so the
+        // client sees the last response rather than a reset caused by unread bytes.
+        let _ = tokio::time::timeout(LINGER, conn.lingering_close(MAX_DISCARDED_BODY)).await;
+        stats.cx_destroy_local.inc();
+    }
     traffic
 }
 
-/// A request the codec refused: answer with its status (400, 413, 431, 501, 505), log it as
-/// Envoy does (flag DPE), then close without resetting the reply.
+/// A request the codec refused: answer with its status (400, 413, 431, 501, 505) and log it as
+/// Envoy does (flag DPE). The caller then closes with a lingering close.
 async fn codec_error<T: Transport>(conn: &mut H1Conn<T>, e: &H1Error, hcm: &Rc<HcmWorker>, info: &ConnInfo) {
     let stats = &hcm.stats;
-    let status = match e {
+    if !e.wants_reply() {
         // The peer went away or the socket failed: nobody to answer.
-        H1Error::Io(_) | H1Error::UnexpectedEof => return,
-        other => other.status(),
-    };
+        return;
+    }
+    let status = e.status();
     stats.cx_protocol_error.inc();
     if status == 431 || status == 413 {
         stats.rq_too_large.inc();
     }
     let start = Instant::now();
     let start_wall = SystemTime::now();
-    let text = http::StatusCode::from_u16(status)
-        .ok()
-        .and_then(|s| s.canonical_reason())
-        .unwrap_or("Bad Request");
     let mut reply = hcm.rt.local_reply(
         status,
-        Body::Bytes(bytes::Bytes::from(text)),
+        Body::Empty,
         crate::access_log::ResponseFlags::DOWNSTREAM_PROTOCOL_ERROR,
         e.details(),
         Outcome::LocalReply,
     );
-    let mut extra = HeaderMap::new();
-    std::mem::swap(&mut extra, &mut reply.head.headers);
-    let _ = conn.write_error(e, &extra).await;
-    reply.head.headers = extra;
-    let head = hoist_http::RequestHead {
-        method: http::Method::GET,
-        path: String::new(),
-        version: Version::Http11,
-        authority: None,
-        headers: HeaderMap::new(),
-    };
+    let _ = conn.write_error(e, &reply.head.headers).await;
+    // The codec's error body is the reason phrase.
+    let bytes_sent = http::StatusCode::from_u16(status)
+        .ok()
+        .and_then(|s| s.canonical_reason())
+        .map_or(0, |r| r.len() as u64);
+    reply.head.headers.insert(http::header::CONTENT_TYPE, http::HeaderValue::from_static("text/plain"));
     stats.rq_total.inc();
     stats.rq_active.inc();
     hcm.finish_stream(&StreamRecord {
         start_wall,
         start,
-        head: &head,
+        head: None,
         version: Version::Http11,
         reply: &reply,
         bytes_received: 0,
-        bytes_sent: text.len() as u64,
+        bytes_sent,
         duration: start.elapsed(),
         conn: info,
     });
-    linger(conn).await;
-}
-
-/// Half-closes and reads until the client closes or LINGER passes, so the client sees the reply
-/// instead of a reset caused by unread data.
-async fn linger<T: Transport>(conn: &mut H1Conn<T>) {
-    let transport = conn.transport_mut();
-    let _ = tokio::time::timeout(Duration::from_millis(200), transport.shutdown()).await;
-    let _ = tokio::time::timeout(LINGER, async {
-        let mut sink = [0u8; 4096];
-        loop {
-            match tokio::io::AsyncReadExt::read(transport, &mut sink).await {
-                Ok(0) | Err(_) => break,
-                Ok(_) => {}
-            }
-        }
-    })
-    .await;
 }

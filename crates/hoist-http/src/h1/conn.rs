@@ -44,6 +44,8 @@ pub struct H1Conn<T: Transport> {
     /// is broken, or the peer is gone.
     closing: bool,
     head_bytes: usize,
+    /// Body bytes of the current request read so far (Envoy's %BYTES_RECEIVED%).
+    body_bytes: u64,
     bytes_read: u64,
     bytes_written: u64,
 }
@@ -67,6 +69,7 @@ impl<T: Transport> H1Conn<T> {
             continue_sent: false,
             closing: false,
             head_bytes: 0,
+            body_bytes: 0,
             bytes_read: 0,
             bytes_written: 0,
         }
@@ -97,6 +100,7 @@ impl<T: Transport> H1Conn<T> {
                 Ok(Some(parsed)) => {
                     self.info = parsed.info;
                     self.head_bytes = parsed.len;
+                    self.body_bytes = 0;
                     self.body = BodyDecoder::new(parsed.info.framing, &self.limits);
                     self.continue_sent = false;
                     self.awaiting_response = true;
@@ -141,7 +145,10 @@ impl<T: Transport> H1Conn<T> {
         }
         loop {
             match self.body.decode(&mut self.buf) {
-                Ok(Decoded::Data(data)) => return Ok(Some(data)),
+                Ok(Decoded::Data(data)) => {
+                    self.body_bytes += data.len() as u64;
+                    return Ok(Some(data));
+                }
                 Ok(Decoded::Done) => return Ok(None),
                 Ok(Decoded::NeedMore) => {}
                 Err(e) => return Err(self.fail(e)),
@@ -293,6 +300,11 @@ impl<T: Transport> H1Conn<T> {
         self.bytes_written
     }
 
+    /// Body bytes of the current request read (or discarded) so far.
+    pub fn request_body_bytes(&self) -> u64 {
+        self.body_bytes
+    }
+
     /// Size on the wire of the current request's head.
     pub fn request_header_bytes(&self) -> usize {
         self.head_bytes
@@ -390,7 +402,10 @@ impl<T: Transport> H1Conn<T> {
     async fn skip_body_piece(&mut self) -> Result<u64, H1Error> {
         loop {
             match self.body.skip_buffered(&mut self.buf) {
-                Ok(Some(n)) => return Ok(n),
+                Ok(Some(n)) => {
+                    self.body_bytes += n;
+                    return Ok(n);
+                }
                 Ok(None) => {}
                 Err(e) => return Err(self.fail(e)),
             }
