@@ -12,7 +12,7 @@ use hoist_http::h1::H1Limits;
 use hoist_http::{Body, RequestHead, ResponseHead};
 use http::header::{self, HeaderValue};
 
-use crate::access_log::{AccessLogConfig, ResponseFlags};
+use crate::access_log::{AccessLogger, ResponseFlags};
 use crate::date::date_header;
 use crate::router::{Action, MatchInput, Router};
 
@@ -21,7 +21,7 @@ pub struct HcmRuntime {
     pub stat_prefix: String,
     pub codec_type: CodecType,
     pub router: Arc<Router>,
-    pub access_logs: Vec<Arc<AccessLogConfig>>,
+    pub access_logs: Vec<AccessLogger>,
     server_name: HeaderValue,
     server_header_append_if_absent: bool,
     pub limits: H1Limits,
@@ -61,7 +61,7 @@ impl HcmRuntime {
         let access_logs = m
             .access_log
             .iter()
-            .map(AccessLogConfig::build)
+            .map(|l| AccessLogger::from_config(l).map_err(|e| ConfigError::new("", e)))
             .collect::<Result<Vec<_>, _>>()?;
         let server_name = HeaderValue::from_str(&m.server_name).map_err(|_| {
             ConfigError::new(format!("{}.server_name", m.yaml_path), "not a valid header value")
@@ -94,7 +94,7 @@ impl HcmRuntime {
         };
         if vh.require_tls && scheme != "https" {
             let location = format!("https://{}{}", head.authority.as_deref().unwrap_or(""), head.path);
-            let mut reply = self.local_reply(301, Body::Empty, ResponseFlags::empty(), "tls_redirect", Outcome::Redirect);
+            let mut reply = self.local_reply(301, Body::Empty, ResponseFlags::NONE, "tls_redirect", Outcome::Redirect);
             if let Ok(v) = HeaderValue::from_str(&location) {
                 reply.head.headers.insert(header::LOCATION, v);
             }
@@ -132,7 +132,7 @@ impl HcmRuntime {
             head: response,
             body,
             route_name,
-            flags: ResponseFlags::empty(),
+            flags: ResponseFlags::NONE,
             details,
             outcome,
         }

@@ -148,7 +148,7 @@ pub fn run(options: Options) -> ExitCode {
 
     let (phase_tx, _) = drain::channel();
     let state = Arc::new(ServerState {
-        stats: Store::new(concurrency + 1),
+        stats: Store::new(concurrency),
         options: options.clone(),
         bootstrap,
         listeners: listeners.clone(),

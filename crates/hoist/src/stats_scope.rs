@@ -9,7 +9,7 @@ use std::cell::RefCell;
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use hoist_stats::{Store, WorkerCounter, WorkerGauge, WorkerHistogram};
+use hoist_stats::{ImportMode, Store, Unit, WorkerCounter, WorkerGauge, WorkerHistogram};
 
 use crate::server::ServerState;
 
@@ -36,13 +36,13 @@ pub struct ListenerStats {
 
 impl ListenerStats {
     pub fn new(store: &Arc<Store>, scope: &str, slot: usize) -> ListenerStats {
-        let c = |n: &str| store.counter(&format!("{scope}{n}")).worker(slot);
-        let g = |n: &str| store.gauge(&format!("{scope}{n}")).worker(slot);
+        let c = |n: &str| store.counter(&format!("{scope}{n}")).bind(slot);
+        let g = |n: &str| store.gauge(&format!("{scope}{n}"), ImportMode::Accumulate).bind(slot);
         ListenerStats {
             downstream_cx_total: c("downstream_cx_total"),
             downstream_cx_active: g("downstream_cx_active"),
             downstream_cx_destroy: c("downstream_cx_destroy"),
-            downstream_cx_length_ms: store.histogram(&format!("{scope}downstream_cx_length_ms")).worker(slot),
+            downstream_cx_length_ms: store.histogram(&format!("{scope}downstream_cx_length_ms"), Unit::Milliseconds).bind(slot),
             downstream_pre_cx_timeout: c("downstream_pre_cx_timeout"),
             downstream_pre_cx_active: g("downstream_pre_cx_active"),
             no_filter_chain_match: c("no_filter_chain_match"),
@@ -62,7 +62,7 @@ impl ListenerStats {
         let key = format!("ssl.{kind}.{name}");
         let mut map = self.dynamic.borrow_mut();
         let counter = map.entry(key).or_insert_with_key(|k| {
-            self.store.counter(&format!("{}{k}", self.scope)).worker(self.slot)
+            self.store.counter(&format!("{}{k}", self.scope)).bind(self.slot)
         });
         counter.inc();
     }
@@ -109,10 +109,10 @@ pub struct HcmWorkerStats {
 impl HcmWorkerStats {
     pub fn new(store: &Arc<Store>, stat_prefix: &str, listener_scope: &str, slot: usize) -> HcmWorkerStats {
         let scope = format!("http.{stat_prefix}.");
-        let c = |n: &str| store.counter(&format!("{scope}{n}")).worker(slot);
-        let g = |n: &str| store.gauge(&format!("{scope}{n}")).worker(slot);
-        let h = |n: &str| store.histogram(&format!("{scope}{n}")).worker(slot);
-        let lc = |n: &str| store.counter(&format!("{listener_scope}http.{stat_prefix}.{n}")).worker(slot);
+        let c = |n: &str| store.counter(&format!("{scope}{n}")).bind(slot);
+        let g = |n: &str| store.gauge(&format!("{scope}{n}"), ImportMode::Accumulate).bind(slot);
+        let h = |n: &str| store.histogram(&format!("{scope}{n}"), Unit::Milliseconds).bind(slot);
+        let lc = |n: &str| store.counter(&format!("{listener_scope}http.{stat_prefix}.{n}")).bind(slot);
         let class = |f: &dyn Fn(&str) -> WorkerCounter| {
             [1, 2, 3, 4, 5].map(|i| f(&format!("downstream_rq_{i}xx")))
         };
@@ -170,23 +170,22 @@ pub fn register_server_stats(state: &Arc<ServerState>) {
 
 /// Sets the `server.` gauges from the live state; called before every stats render.
 pub fn refresh_server_stats(state: &ServerState) {
-    let main = state.concurrency; // the main thread's slot
-    let set = |name: &str, v: i64| state.stats.gauge(name).worker(main).set(v);
-    set("server.live", i64::from(state.state_name() == "LIVE"));
-    set("server.uptime", state.start.elapsed().as_secs() as i64);
-    set("server.concurrency", state.concurrency as i64);
+    let main = state.stats.main_slot();
+    let set = |name: &str, v: u64| state.stats.gauge(name, ImportMode::NeverImport).set(main, v);
+    set("server.live", u64::from(state.state_name() == "LIVE"));
+    set("server.uptime", state.start.elapsed().as_secs());
+    set("server.concurrency", state.concurrency as u64);
     set("server.state", if state.state_name() == "LIVE" { 0 } else { 1 });
     set("server.total_connections", total_connections(state));
 }
 
-fn total_connections(state: &ServerState) -> i64 {
-    let snapshot = state.stats.gauge_values();
+fn total_connections(state: &ServerState) -> u64 {
     state
         .listeners
         .iter()
         .map(|l| {
             let name = format!("{}downstream_cx_active", l.stat_scope);
-            snapshot.get(&name).copied().unwrap_or(0)
+            state.stats.gauge(&name, ImportMode::Accumulate).value()
         })
         .sum()
 }

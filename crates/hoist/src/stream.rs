@@ -10,7 +10,7 @@ use std::time::{Duration, Instant, SystemTime};
 use hoist_http::{RequestHead, Version};
 use http::HeaderValue;
 
-use crate::access_log::{LogContext, WorkerAccessLogger};
+use crate::access_log::{LogContext, WorkerAccessLog};
 use crate::conn_manager::{HcmRuntime, Outcome, Reply};
 use crate::connection::ConnInfo;
 use crate::stats_scope::HcmWorkerStats;
@@ -21,7 +21,7 @@ use crate::worker::Worker;
 pub struct HcmWorker {
     pub rt: Arc<HcmRuntime>,
     pub stats: HcmWorkerStats,
-    loggers: RefCell<Vec<WorkerAccessLogger>>,
+    loggers: RefCell<Vec<WorkerAccessLog>>,
 }
 
 /// What `finish_stream` needs to know about a finished exchange.
@@ -41,7 +41,7 @@ pub struct StreamRecord<'a> {
 
 impl HcmWorker {
     pub fn new(rt: Arc<HcmRuntime>, stats: HcmWorkerStats) -> HcmWorker {
-        let loggers = rt.access_logs.iter().map(|l| l.worker_logger()).collect();
+        let loggers = rt.access_logs.iter().map(|l| l.worker()).collect();
         HcmWorker {
             rt,
             stats,
@@ -77,31 +77,43 @@ impl HcmWorker {
             return;
         }
         let ctx = LogContext {
-            start_time: r.start_wall,
-            request: r.head,
-            protocol: r.version.as_str(),
-            response_code: Some(status),
+            request_complete: Some(r.duration),
+            response_complete: Some(r.duration),
+            method: r.head.map(|h| h.method.as_str()),
+            path: r.head.map(|h| h.path.as_str()),
+            authority: r.head.and_then(|h| h.authority.as_deref()),
+            scheme: Some(r.conn.scheme()),
+            protocol: Some(r.version.as_str()),
+            request_headers: r.head.map(|h| &h.headers),
             response_headers: Some(&r.reply.head.headers),
-            response_code_details: r.reply.details,
+            response_code: Some(status),
+            response_code_details: Some(r.reply.details),
             response_flags: r.reply.flags,
             bytes_received: r.bytes_received,
             bytes_sent: r.bytes_sent,
-            duration: Some(r.duration),
             downstream_remote: Some(r.conn.remote),
+            downstream_direct_remote: Some(r.conn.remote),
             downstream_local: Some(r.conn.local),
             tls: r.conn.tls.as_ref(),
             route_name: r.reply.route_name.as_deref(),
-            connection_id: r.conn.id,
-            ..LogContext::default()
+            connection_id: Some(r.conn.id),
+            ..LogContext::new(r.start_wall)
         };
         for logger in loggers.iter_mut() {
-            logger.log(&ctx);
+            if let Err(e) = logger.log(&ctx) {
+                tracing::warn!("access log write failed: {e}");
+            }
         }
     }
 
-    pub fn flush_logs(&self) {
+    /// Writes buffered lines that have waited a second or more (`all`: every buffered line).
+    pub fn flush_logs(&self, all: bool) {
+        let now = Instant::now();
         for logger in self.loggers.borrow_mut().iter_mut() {
-            logger.flush();
+            let r = if all { logger.flush() } else { logger.flush_if_due(now) };
+            if let Err(e) = r {
+                tracing::warn!("access log write failed: {e}");
+            }
         }
     }
 }
@@ -112,13 +124,16 @@ pub fn spawn_log_flusher(worker: Rc<Worker>) {
         let mut tick = tokio::time::interval(Duration::from_secs(1));
         loop {
             tick.tick().await;
-            flush_logs(&worker);
+            for hcm in worker.hcms.borrow().iter() {
+                hcm.flush_logs(false);
+            }
         }
     });
 }
 
+/// At shutdown: everything buffered goes out.
 pub fn flush_logs(worker: &Worker) {
     for hcm in worker.hcms.borrow().iter() {
-        hcm.flush_logs();
+        hcm.flush_logs(true);
     }
 }

@@ -8,12 +8,28 @@ use serde_json::json;
 use super::{parse_query, AdminResponse};
 use crate::server::ServerState;
 
+/// A request's query: raw (for the stats parameters, parsed as Envoy parses them) and decoded.
+struct Query<'a> {
+    raw: &'a str,
+    pairs: Vec<(String, String)>,
+}
+
+impl Query<'_> {
+    fn has(&self, key: &str) -> bool {
+        self.pairs.iter().any(|(k, _)| k == key)
+    }
+
+    fn get(&self, key: &str) -> Option<&str> {
+        self.pairs.iter().find(|(k, _)| k == key).map(|(_, v)| v.as_str())
+    }
+}
+
 struct Endpoint {
     path: &'static str,
     help: &'static str,
     /// Mutating endpoints answer POST only; a GET is a 400, as the admin has always said.
     mutates: bool,
-    handler: fn(&ServerState, &[(String, String)]) -> AdminResponse,
+    handler: fn(&ServerState, &Query<'_>) -> AdminResponse,
 }
 
 const ENDPOINTS: &[Endpoint] = &[
@@ -36,7 +52,10 @@ const ENDPOINTS: &[Endpoint] = &[
 
 pub fn dispatch(state: &ServerState, head: &RequestHead) -> AdminResponse {
     let path = head.path_only();
-    let query = parse_query(head.query());
+    let query = Query {
+        raw: head.query().unwrap_or(""),
+        pairs: parse_query(head.query()),
+    };
     let path = if path == "/" { "/help" } else { path };
     let Some(ep) = ENDPOINTS.iter().find(|e| e.path == path) else {
         return AdminResponse::text(404, format!("invalid path. admin commands are:\n{}", help_text()));
@@ -67,49 +86,49 @@ fn help_text() -> String {
     s
 }
 
-fn help(_: &ServerState, _: &[(String, String)]) -> AdminResponse {
+fn help(_: &ServerState, _: &Query<'_>) -> AdminResponse {
     AdminResponse::text(200, help_text())
 }
 
-fn ready(state: &ServerState, _: &[(String, String)]) -> AdminResponse {
+fn ready(state: &ServerState, _: &Query<'_>) -> AdminResponse {
     let name = state.state_name();
     AdminResponse::text(if name == "LIVE" { 200 } else { 503 }, format!("{name}\n"))
 }
 
-fn quit(_: &ServerState, _: &[(String, String)]) -> AdminResponse {
+fn quit(_: &ServerState, _: &Query<'_>) -> AdminResponse {
     AdminResponse::text(200, "OK\n")
 }
 
-fn reset_counters(state: &ServerState, _: &[(String, String)]) -> AdminResponse {
+fn reset_counters(state: &ServerState, _: &Query<'_>) -> AdminResponse {
     state.stats.reset_counters();
     AdminResponse::text(200, "OK\n")
 }
 
-fn healthcheck_fail(state: &ServerState, _: &[(String, String)]) -> AdminResponse {
+fn healthcheck_fail(state: &ServerState, _: &Query<'_>) -> AdminResponse {
     state.health_check_failed.store(true, Ordering::Relaxed);
     AdminResponse::text(200, "OK\n")
 }
 
-fn healthcheck_ok(state: &ServerState, _: &[(String, String)]) -> AdminResponse {
+fn healthcheck_ok(state: &ServerState, _: &Query<'_>) -> AdminResponse {
     state.health_check_failed.store(false, Ordering::Relaxed);
     AdminResponse::text(200, "OK\n")
 }
 
-fn drain_listeners(state: &ServerState, q: &[(String, String)]) -> AdminResponse {
+fn drain_listeners(state: &ServerState, q: &Query<'_>) -> AdminResponse {
     state.stop_listeners();
-    if q.iter().any(|(k, _)| k == "graceful") {
+    if q.has("graceful") {
         // Graceful: connections still open get `connection: close` on their next response.
         state.health_check_failed.store(true, Ordering::Relaxed);
     }
     AdminResponse::text(200, "OK\n")
 }
 
-fn logging(_: &ServerState, q: &[(String, String)]) -> AdminResponse {
-    if let Some((_, level)) = q.iter().find(|(k, _)| k == "level") {
+fn logging(_: &ServerState, q: &Query<'_>) -> AdminResponse {
+    if let Some(level) = q.get("level") {
         if let Err(e) = crate::logging::set_level(level) {
             return AdminResponse::text(400, format!("error: {e}\n"));
         }
-    } else if let Some((k, _)) = q.first() {
+    } else if let Some((k, _)) = q.pairs.first() {
         return AdminResponse::text(
             400,
             format!("error: hoist has one logger; use ?level=<level> (got \"{k}\")\n"),
@@ -118,7 +137,7 @@ fn logging(_: &ServerState, q: &[(String, String)]) -> AdminResponse {
     AdminResponse::text(200, format!("active loggers:\n  hoist: {}\n", crate::logging::level()))
 }
 
-fn clusters(_: &ServerState, q: &[(String, String)]) -> AdminResponse {
+fn clusters(_: &ServerState, q: &Query<'_>) -> AdminResponse {
     if format(q) == Some("json") {
         AdminResponse::json(&json!({ "cluster_statuses": [] }))
     } else {
@@ -126,7 +145,7 @@ fn clusters(_: &ServerState, q: &[(String, String)]) -> AdminResponse {
     }
 }
 
-fn listeners(state: &ServerState, q: &[(String, String)]) -> AdminResponse {
+fn listeners(state: &ServerState, q: &Query<'_>) -> AdminResponse {
     if format(q) == Some("json") {
         let statuses: Vec<_> = state
             .listeners
@@ -148,7 +167,7 @@ fn listeners(state: &ServerState, q: &[(String, String)]) -> AdminResponse {
     AdminResponse::text(200, s)
 }
 
-fn server_info(state: &ServerState, _: &[(String, String)]) -> AdminResponse {
+fn server_info(state: &ServerState, _: &Query<'_>) -> AdminResponse {
     let uptime = format!("{}s", state.start.elapsed().as_secs());
     let o = &state.options;
     AdminResponse::json(&json!({
@@ -171,60 +190,41 @@ fn server_info(state: &ServerState, _: &[(String, String)]) -> AdminResponse {
     }))
 }
 
-fn config_dump(state: &ServerState, _: &[(String, String)]) -> AdminResponse {
+fn config_dump(state: &ServerState, _: &Query<'_>) -> AdminResponse {
     AdminResponse::json(&super::config_dump::dump(state))
 }
 
-fn certs(state: &ServerState, _: &[(String, String)]) -> AdminResponse {
+fn certs(state: &ServerState, _: &Query<'_>) -> AdminResponse {
     AdminResponse::json(&super::certs::certs(state))
 }
 
-fn format(q: &[(String, String)]) -> Option<&str> {
-    q.iter().find(|(k, _)| k == "format").map(|(_, v)| v.as_str())
+fn format<'a>(q: &'a Query<'_>) -> Option<&'a str> {
+    q.get("format")
 }
 
-fn stats(state: &ServerState, q: &[(String, String)]) -> AdminResponse {
+fn stats(state: &ServerState, q: &Query<'_>) -> AdminResponse {
+    render_stats(state, q.raw, None)
+}
+
+fn stats_prometheus(state: &ServerState, q: &Query<'_>) -> AdminResponse {
+    render_stats(state, q.raw, Some(hoist_stats::StatsFormat::Prometheus))
+}
+
+fn render_stats(state: &ServerState, raw_query: &str, format: Option<hoist_stats::StatsFormat>) -> AdminResponse {
+    let mut params = match hoist_stats::StatsParams::from_query(raw_query) {
+        Ok(p) => p,
+        Err(e) => return AdminResponse::text(400, e),
+    };
+    if let Some(f) = format {
+        params.format = f;
+    }
     crate::stats_scope::refresh_server_stats(state);
-    let mut options = hoist_stats::RenderOptions::default();
-    for (k, v) in q {
-        match k.as_str() {
-            "filter" => match regex::Regex::new(v) {
-                Ok(r) => options.filter = Some(r),
-                Err(e) => return AdminResponse::text(400, format!("Invalid regex: {e}\n")),
-            },
-            "usedonly" => options.used_only = true,
-            "type" => match hoist_stats::StatType::parse(v) {
-                Some(t) => options.stat_type = Some(t),
-                None => return AdminResponse::text(400, format!("invalid type: {v}\n")),
-            },
-            _ => {}
-        }
-    }
-    match format(q) {
-        Some("json") => AdminResponse {
-            status: 200,
-            content_type: "application/json",
-            body: hoist_stats::render::json(&state.stats, &options).into(),
-        },
-        Some("prometheus") => prometheus(state, options),
-        None | Some("text") => AdminResponse::text(200, hoist_stats::render::text(&state.stats, &options)),
-        Some(other) => AdminResponse::text(400, format!("usage: /stats?format=json|prometheus|text (got {other})\n")),
-    }
-}
-
-fn stats_prometheus(state: &ServerState, q: &[(String, String)]) -> AdminResponse {
-    crate::stats_scope::refresh_server_stats(state);
-    let mut options = hoist_stats::RenderOptions::default();
-    if q.iter().any(|(k, _)| k == "usedonly") {
-        options.used_only = true;
-    }
-    prometheus(state, options)
-}
-
-fn prometheus(state: &ServerState, options: hoist_stats::RenderOptions) -> AdminResponse {
+    // Histograms are merged on read as well as every flush interval, so /stats is current.
+    state.stats.merge_histograms();
+    let rendered = hoist_stats::render(&state.stats, &params);
     AdminResponse {
         status: 200,
-        content_type: "text/plain; version=0.0.4",
-        body: hoist_stats::render::prometheus(&state.stats, &options).into(),
+        content_type: rendered.content_type,
+        body: rendered.body.into(),
     }
 }
