@@ -24,7 +24,10 @@ impl MappedFile {
         let file = File::open(path)?;
         let meta = file.metadata()?;
         if !meta.is_file() {
-            return Err(io::Error::new(io::ErrorKind::InvalidInput, "not a regular file"));
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                "not a regular file",
+            ));
         }
         let len = meta.len();
         // An empty file cannot be mapped; it needs no mapping either.
