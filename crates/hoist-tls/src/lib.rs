@@ -1,12 +1,35 @@
 //! Everything between the TCP socket and HTTP bytes.
 //!
+//! - [`client_hello`]: Envoy's tls_inspector: SNI, ALPN and versions from the ClientHello,
+//!   read from the socket in whole records.
+//! - [`server_config`]: a `DownstreamTlsContext` as a rustls server configuration.
+//! - [`handshake`]: the server handshake over the unbuffered rustls API, reading whole records
+//!   only, so that the connection can be handed to kernel TLS afterwards.
 //! - [`transport`]: the one trait the HTTP codecs write to (read, write, write a file region),
-//!   with its implementations: plain TCP, user-space TLS (rustls), and kernel TLS (later).
+//!   with its implementations: [`plain`] TCP, [`userspace`] TLS (rustls records), and kernel
+//!   TLS (later).
 //! - [`file`]: file-backed payloads (mapped once, sent with sendfile or encrypted in place).
+//! - [`names`]: rustls enums under the names Envoy's stats use.
 //!
 //! This is the only crate of the workspace allowed to hold `unsafe` code (the kTLS socket
 //! options and memory-mapped payloads); each block carries a `// SAFETY:` comment.
 #![deny(unsafe_code)]
 
+mod buf;
+pub mod client_hello;
 pub mod file;
+pub mod handshake;
+pub mod names;
+pub mod plain;
+mod record;
+pub mod server_config;
 pub mod transport;
+pub mod userspace;
+mod x509;
+
+pub use client_hello::{read_client_hello, ClientHelloInfo, Inspect};
+pub use handshake::{accept, Established, HandshakeError, HandshakeErrorKind};
+pub use plain::PlainTransport;
+pub use server_config::{ServerContext, TlsConfigError};
+pub use transport::{TlsInfo, Transport};
+pub use userspace::UserTlsTransport;
