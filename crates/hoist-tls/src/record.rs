@@ -141,6 +141,10 @@ impl RecordLayer {
 
     /// After a fatal error rustls has queued an alert; one more pass hands it out.
     fn collect_alert(&mut self) {
+        // What is left of the input is dead: the connection is over. It must go before the
+        // next pass, which would otherwise deframe the offending bytes again and make rustls
+        // assert that it already sent a fatal alert (a peer-triggered panic).
+        self.incoming.consume(self.incoming.len());
         // Bounded: each pass either encodes one queued message or ends the loop.
         for _ in 0..8 {
             let UnbufferedStatus { discard, state } =

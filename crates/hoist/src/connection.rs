@@ -85,7 +85,7 @@ async fn serve(worker: &Rc<Worker>, wl: &Rc<WorkerListener>, tcp: TcpStream, rem
                 return;
             }
             // The peer went away before saying anything useful.
-            Ok(Err(_)) => return,
+            Ok(Err(_)) | Ok(Ok(Inspect::NeedMore)) => return,
             Ok(Ok(Inspect::Hello(hello))) => {
                 is_tls = true;
                 sni = hello.sni;

@@ -32,7 +32,7 @@ impl Drop for DefaultConfig {
 pub fn create() -> io::Result<DefaultConfig> {
     let dir = std::env::temp_dir().join(format!("hoist-default-{}", std::process::id()));
     fs::create_dir_all(&dir)?;
-    let config = DefaultConfig {
+    let mut config = DefaultConfig {
         yaml: String::new(),
         dir,
     };
@@ -45,8 +45,8 @@ pub fn create() -> io::Result<DefaultConfig> {
     for (name, size) in PAYLOADS {
         write_payload(&config.dir.join(format!("{name}.bin")), size)?;
     }
-    let yaml = render(&config.dir, &cert_path, &key_path);
-    Ok(DefaultConfig { yaml, ..config })
+    config.yaml = render(&config.dir, &cert_path, &key_path);
+    Ok(config)
 }
 
 /// Payload bytes: 64-byte text lines, so `curl` shows something readable and every byte is

@@ -17,8 +17,7 @@ use crate::drain;
 use crate::stream::{HcmWorker, StreamRecord};
 use crate::worker::Worker;
 
-/// Request bodies hoist reads and drops after answering (direct responses don't need them)
-/// before it prefers closing the connection to reading on.
+/// What hoist reads and drops of what a client still sends after hoist closed its side.
 const MAX_DISCARDED_BODY: u64 = 1 << 20;
 /// After an error reply, how long hoist keeps reading what the client still sends so that
 /// closing does not reset the connection under the reply (a lingering close, as nginx does).
@@ -68,7 +67,7 @@ pub async fn serve<T: Transport>(
             Ok(Ok(Some(head))) => head,
             Ok(Err(e)) => {
                 peer_closed = !e.wants_reply();
-                codec_error(&mut conn, &e, hcm, info).await;
+                codec_error(&mut conn, &e, hcm, info, None).await;
                 break;
             }
         };
@@ -78,6 +77,13 @@ pub async fn serve<T: Transport>(
         stats.rq_http1_total.inc();
         stats.rq_active.inc();
         hcm.prepare_request(&mut head, info);
+        // Like Envoy, take the whole request (answering `Expect: 100-continue` ourselves) before
+        // the reply: a malformed body is then a 400, and the connection stays usable.
+        if let Err(e) = drain_body(&mut conn).await {
+            peer_closed = !e.wants_reply();
+            codec_error(&mut conn, &e, hcm, info, Some(&head)).await;
+            break;
+        }
         let reply = hcm.rt.respond(&head, info.scheme());
         hcm.count_outcome(reply.outcome);
         let keep_alive = conn.request_info().keep_alive;
@@ -90,12 +96,7 @@ pub async fn serve<T: Transport>(
             Ok(n) => (n, true),
             Err(_) => (0, false),
         };
-        // The request body is read (and dropped) after the reply: direct responses never need
-        // it, and the next pipelined request starts after it.
-        let mut keep = write_ok && !close && !conn.should_close();
-        if keep {
-            keep = matches!(conn.discard_body(MAX_DISCARDED_BODY).await, Ok(true));
-        }
+        let keep = write_ok && !close && !conn.should_close();
         hcm.finish_stream(&StreamRecord {
             start_wall,
             start,
@@ -134,12 +135,26 @@ pub async fn serve<T: Transport>(
 }
 
 /// A request the codec refused: answer with its status (400, 413, 431, 501, 505) and log it as
-/// Envoy does (flag DPE). The caller then closes with a lingering close.
-async fn codec_error<T: Transport>(conn: &mut H1Conn<T>, e: &H1Error, hcm: &Rc<HcmWorker>, info: &ConnInfo) {
+/// Envoy does (flag DPE). The caller then closes with a lingering close. `head` is the request
+/// whose body failed (already counted as a request), None when the head itself was refused.
+async fn codec_error<T: Transport>(
+    conn: &mut H1Conn<T>,
+    e: &H1Error,
+    hcm: &Rc<HcmWorker>,
+    info: &ConnInfo,
+    head: Option<&hoist_http::RequestHead>,
+) {
     let stats = &hcm.stats;
     if !e.wants_reply() {
         // The peer went away or the socket failed: nobody to answer.
+        if head.is_some() {
+            stats.rq_active.dec();
+        }
         return;
+    }
+    if head.is_none() {
+        stats.rq_total.inc();
+        stats.rq_active.inc();
     }
     let status = e.status();
     stats.cx_protocol_error.inc();
@@ -162,17 +177,22 @@ async fn codec_error<T: Transport>(conn: &mut H1Conn<T>, e: &H1Error, hcm: &Rc<H
         .and_then(|s| s.canonical_reason())
         .map_or(0, |r| r.len() as u64);
     reply.head.headers.insert(http::header::CONTENT_TYPE, http::HeaderValue::from_static("text/plain"));
-    stats.rq_total.inc();
-    stats.rq_active.inc();
     hcm.finish_stream(&StreamRecord {
         start_wall,
         start,
-        head: None,
-        version: Version::Http11,
+        head,
+        version: head.map_or(Version::Http11, |h| h.version),
         reply: &reply,
         bytes_received: 0,
         bytes_sent,
         duration: start.elapsed(),
         conn: info,
     });
+}
+
+/// Reads the request body and drops it: nothing hoist answers by itself needs it. Sends
+/// `100 Continue` first when the client asked for it, as Envoy does.
+async fn drain_body<T: Transport>(conn: &mut H1Conn<T>) -> Result<(), H1Error> {
+    while conn.read_body_chunk().await?.is_some() {}
+    Ok(())
 }

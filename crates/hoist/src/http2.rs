@@ -134,7 +134,7 @@ async fn stream(request: http::Request<RecvStream>, mut respond: SendResponse<By
     let mut response = http::Response::new(());
     *response.status_mut() = http::StatusCode::from_u16(reply.head.status).unwrap_or(http::StatusCode::INTERNAL_SERVER_ERROR);
     *response.headers_mut() = reply.head.headers.clone();
-    if !is_head && !matches!(reply.head.status, 204 | 304) {
+    if !matches!(reply.head.status, 204 | 304) {
         response
             .headers_mut()
             .insert(http::header::CONTENT_LENGTH, http::HeaderValue::from(reply.body.len()));
@@ -151,7 +151,7 @@ async fn stream(request: http::Request<RecvStream>, mut respond: SendResponse<By
     hcm.finish_stream(&StreamRecord {
         start_wall,
         start,
-        head: &head,
+        head: Some(&head),
         version: Version::Http2,
         reply: &reply,
         bytes_received,

@@ -46,7 +46,7 @@ impl ListenerRuntime {
         let build_chain = |c: &FilterChain| -> Result<Arc<ChainRuntime>, ConfigError> {
             let tls = match &c.tls {
                 Some(ctx) => Some(ServerContext::build(ctx).map_err(|e| {
-                    ConfigError::new(e.yaml_path.clone(), e.message.clone())
+                    ConfigError::new(e.yaml_path.clone(), e.reason.clone())
                 })?),
                 None => None,
             };

@@ -132,7 +132,9 @@ pub fn run(options: Options) -> ExitCode {
         }
     }
     let admin_socket = match &bootstrap.admin {
-        Some(admin) => match std::net::TcpListener::bind(admin.address.addr) {
+        Some(admin) => match std::net::TcpListener::bind(admin.address.addr)
+            .and_then(|s| s.set_nonblocking(true).map(|()| s))
+        {
             Ok(s) => Some(s),
             Err(e) => {
                 eprintln!("error: admin cannot bind {}: {e}", admin.address.addr);

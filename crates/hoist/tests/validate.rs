@@ -40,7 +40,7 @@ fn faults_name_their_yaml_path_and_exit_1() {
             "route action \"route\" (upstream clusters) is not supported by hoist yet",
         ),
         (
-            good.replace("{address: 127.0.0.1, port_value: 0}}}\n    filter_chains", "{address: 127.0.0.1, port_value: 70000}}}\n    filter_chains"),
+            good.replace("{address: 127.0.0.1, port_value: 0}}\n    filter_chains", "{address: 127.0.0.1, port_value: 70000}}\n    filter_chains"),
             "static_resources.listeners[0].address.socket_address.port_value",
         ),
     ];
@@ -82,7 +82,7 @@ fn a_busy_port_fails_the_start_clearly() {
     let dir = TempDir::new("busy");
     let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let port = taken.local_addr().unwrap().port();
-    let yaml = bootstrap(&plain_listener("plain", "p", &[], "")).replace("port_value: 0}}}\n    filter_chains", &format!("port_value: {port}}}}}}}\n    filter_chains"));
+    let yaml = bootstrap(&plain_listener("plain", "p", &[], "")).replace("port_value: 0}}\n    filter_chains", &format!("port_value: {port}}}}}\n    filter_chains"));
     let cfg = dir.write("envoy.yaml", yaml);
     let out = Command::new(BIN).arg("-c").arg(&cfg).output().unwrap();
     assert_eq!(out.status.code(), Some(1));

@@ -76,6 +76,17 @@ async fn connection(state: Arc<ServerState>, tcp: TcpStream) {
             _ => break,
         };
         let keep_alive = conn.request_info().keep_alive;
+        // Admin requests carry no body worth reading; take it so the connection stays in step.
+        let body_ok = loop {
+            match conn.read_body_chunk().await {
+                Ok(Some(_)) => continue,
+                Ok(None) => break true,
+                Err(_) => break false,
+            }
+        };
+        if !body_ok {
+            break;
+        }
         let response = handlers::dispatch(&state, &head);
         let mut rh = ResponseHead::new(response.status);
         rh.headers.insert(header::CONTENT_TYPE, HeaderValue::from_static(response.content_type));
@@ -85,13 +96,11 @@ async fn connection(state: Arc<ServerState>, tcp: TcpStream) {
         rh.headers.insert(header::SERVER, HeaderValue::from_static("envoy"));
         let is_head = head.method == http::Method::HEAD;
         let body = Body::Bytes(response.body);
-        if conn.write_response(&rh, &body, is_head, !keep_alive).await.is_err() || !keep_alive {
-            break;
-        }
-        if !matches!(conn.discard_body(1 << 20).await, Ok(true)) {
-            break;
-        }
+        let written = conn.write_response(&rh, &body, is_head, !keep_alive).await;
         handlers::after_response(&state, &head);
+        if written.is_err() || !keep_alive {
+            break;
+        }
     }
     let _ = conn.into_transport().shutdown().await;
 }
