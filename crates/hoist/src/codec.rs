@@ -21,7 +21,14 @@ pub struct Traffic {
     pub tx: u64,
 }
 
-pub async fn serve<T: Transport>(mut transport: T, mut buf: BytesMut, hcm: &Rc<HcmWorker>, info: &ConnInfo, worker: &Rc<Worker>) {
+pub async fn serve<T: Transport>(
+    mut transport: T,
+    mut buf: BytesMut,
+    hcm: &Rc<HcmWorker>,
+    info: &ConnInfo,
+    worker: &Rc<Worker>,
+    buffer_limit: u32,
+) {
     let use_h2 = match hcm.rt.codec_type {
         CodecType::Http1 => false,
         CodecType::Http2 => true,
@@ -43,7 +50,7 @@ pub async fn serve<T: Transport>(mut transport: T, mut buf: BytesMut, hcm: &Rc<H
     let traffic = if use_h2 {
         stats.cx_http2_total.inc();
         stats.cx_http2_active.inc();
-        let t = crate::http2::serve(transport, buf, hcm, info, worker).await;
+        let t = crate::http2::serve(transport, buf, hcm, info, worker, buffer_limit).await;
         stats.cx_http2_active.dec();
         t
     } else {
@@ -60,12 +67,18 @@ pub async fn serve<T: Transport>(mut transport: T, mut buf: BytesMut, hcm: &Rc<H
     }
     stats.cx_active.dec();
     stats.cx_destroy.inc();
-    stats.cx_length_ms.record(info.start.elapsed().as_millis() as u64);
+    stats
+        .cx_length_ms
+        .record(info.start.elapsed().as_millis() as u64);
 }
 
 /// Reads just enough of a plaintext connection to tell an HTTP/2 prior-knowledge preface from
 /// HTTP/1.1. None: the peer closed or stayed silent past the idle timeout.
-async fn starts_with_preface<T: Transport>(transport: &mut T, buf: &mut BytesMut, hcm: &HcmWorker) -> Option<bool> {
+async fn starts_with_preface<T: Transport>(
+    transport: &mut T,
+    buf: &mut BytesMut,
+    hcm: &HcmWorker,
+) -> Option<bool> {
     loop {
         let n = buf.len().min(H2_PREFACE.len());
         if buf[..n] != H2_PREFACE[..n] {

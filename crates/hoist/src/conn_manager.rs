@@ -55,7 +55,10 @@ pub enum Outcome {
 }
 
 impl HcmRuntime {
-    pub fn build(m: &HttpConnectionManager, _concurrency: usize) -> Result<Arc<HcmRuntime>, ConfigError> {
+    pub fn build(
+        m: &HttpConnectionManager,
+        _concurrency: usize,
+    ) -> Result<Arc<HcmRuntime>, ConfigError> {
         let route_path = format!("{}.route_config", m.yaml_path);
         let router = Router::compile(&m.route_config, &route_path)?;
         let access_logs = m
@@ -64,7 +67,10 @@ impl HcmRuntime {
             .map(|l| AccessLogger::from_config(l).map_err(|e| ConfigError::new("", e)))
             .collect::<Result<Vec<_>, _>>()?;
         let server_name = HeaderValue::from_str(&m.server_name).map_err(|_| {
-            ConfigError::new(format!("{}.server_name", m.yaml_path), "not a valid header value")
+            ConfigError::new(
+                format!("{}.server_name", m.yaml_path),
+                "not a valid header value",
+            )
         })?;
         Ok(Arc::new(HcmRuntime {
             stat_prefix: m.stat_prefix.clone(),
@@ -90,11 +96,27 @@ impl HcmRuntime {
     /// Routes the request and builds the response. `scheme` is "https" on TLS connections.
     pub fn respond(&self, head: &RequestHead, scheme: &str) -> Reply {
         let Some(vh) = self.router.virtual_host(head.authority.as_deref()) else {
-            return self.local_reply(404, Body::Empty, ResponseFlags::NO_ROUTE_FOUND, "route_not_found", Outcome::NoRoute);
+            return self.local_reply(
+                404,
+                Body::Empty,
+                ResponseFlags::NO_ROUTE_FOUND,
+                "route_not_found",
+                Outcome::NoRoute,
+            );
         };
         if vh.require_tls && scheme != "https" {
-            let location = format!("https://{}{}", head.authority.as_deref().unwrap_or(""), head.path);
-            let mut reply = self.local_reply(301, Body::Empty, ResponseFlags::NONE, "tls_redirect", Outcome::Redirect);
+            let location = format!(
+                "https://{}{}",
+                head.authority.as_deref().unwrap_or(""),
+                head.path
+            );
+            let mut reply = self.local_reply(
+                301,
+                Body::Empty,
+                ResponseFlags::NONE,
+                "tls_redirect",
+                Outcome::Redirect,
+            );
             if let Ok(v) = HeaderValue::from_str(&location) {
                 reply.head.headers.insert(header::LOCATION, v);
             }
@@ -102,19 +124,38 @@ impl HcmRuntime {
         }
         let input = MatchInput { head, scheme };
         let Some(route) = vh.route(&input) else {
-            return self.local_reply(404, Body::Empty, ResponseFlags::NO_ROUTE_FOUND, "route_not_found", Outcome::NoRoute);
+            tracing::trace!(
+                "{} {}: no route in virtual host '{}'",
+                head.method,
+                head.path,
+                vh.name
+            );
+            return self.local_reply(
+                404,
+                Body::Empty,
+                ResponseFlags::NO_ROUTE_FOUND,
+                "route_not_found",
+                Outcome::NoRoute,
+            );
         };
         let (mut response, body, details, outcome) = match &route.action {
             Action::DirectResponse { status, body } => {
                 let mut r = ResponseHead::new(*status);
                 if !body.is_empty() {
-                    r.headers.insert(header::CONTENT_TYPE, HeaderValue::from_static("text/plain"));
+                    r.headers
+                        .insert(header::CONTENT_TYPE, HeaderValue::from_static("text/plain"));
                 }
                 (r, body.clone(), "direct_response", Outcome::DirectResponse)
             }
             Action::Redirect(redirect) => {
                 let authority = head.authority.as_deref().unwrap_or("");
-                let location = crate::router::redirect_location(redirect, route.path_match(), scheme, authority, &head.path);
+                let location = crate::router::redirect_location(
+                    redirect,
+                    route.path_match(),
+                    scheme,
+                    authority,
+                    &head.path,
+                );
                 let mut r = ResponseHead::new(redirect.response_code);
                 if let Ok(v) = HeaderValue::from_str(&location) {
                     r.headers.insert(header::LOCATION, v);
@@ -127,7 +168,8 @@ impl HcmRuntime {
         vh.response_headers.apply(&mut response.headers);
         self.router.response_headers.apply(&mut response.headers);
         self.finalize(&mut response);
-        let route_name: Option<Arc<str>> = (!route.name.is_empty()).then(|| Arc::from(route.name.as_str()));
+        let route_name: Option<Arc<str>> =
+            (!route.name.is_empty()).then(|| Arc::from(route.name.as_str()));
         Reply {
             head: response,
             body,
@@ -149,7 +191,8 @@ impl HcmRuntime {
     ) -> Reply {
         let mut head = ResponseHead::new(status);
         if !body.is_empty() {
-            head.headers.insert(header::CONTENT_TYPE, HeaderValue::from_static("text/plain"));
+            head.headers
+                .insert(header::CONTENT_TYPE, HeaderValue::from_static("text/plain"));
         }
         self.finalize(&mut head);
         Reply {
@@ -166,7 +209,8 @@ impl HcmRuntime {
     pub fn finalize(&self, head: &mut ResponseHead) {
         head.headers.insert(header::DATE, date_header());
         if !(self.server_header_append_if_absent && head.headers.contains_key(header::SERVER)) {
-            head.headers.insert(header::SERVER, self.server_name.clone());
+            head.headers
+                .insert(header::SERVER, self.server_name.clone());
         }
     }
 }

@@ -59,10 +59,18 @@ pub async fn handle(
     serve(&worker, &wl, tcp, remote, start).await;
     stats.downstream_cx_active.dec();
     stats.downstream_cx_destroy.inc();
-    stats.downstream_cx_length_ms.record(start.elapsed().as_millis() as u64);
+    stats
+        .downstream_cx_length_ms
+        .record(start.elapsed().as_millis() as u64);
 }
 
-async fn serve(worker: &Rc<Worker>, wl: &Rc<WorkerListener>, tcp: TcpStream, remote: SocketAddr, start: Instant) {
+async fn serve(
+    worker: &Rc<Worker>,
+    wl: &Rc<WorkerListener>,
+    tcp: TcpStream,
+    remote: SocketAddr,
+    start: Instant,
+) {
     let stats = &wl.stats;
     // Nagle would delay the last segment of every response; hoist coalesces writes itself.
     let _ = tcp.set_nodelay(true);
@@ -128,23 +136,46 @@ async fn serve(worker: &Rc<Worker>, wl: &Rc<WorkerListener>, tcp: TcpStream, rem
                 Ok(Ok(e)) => e,
                 Ok(Err(e)) => {
                     stats.ssl_connection_error.inc();
-                    tracing::debug!("connection {} from {remote}: TLS handshake failed: {e}", info.id);
+                    tracing::debug!(
+                        "connection {} from {remote} (filter chain '{}'): TLS handshake failed: {e}",
+                        info.id,
+                        chain.name
+                    );
                     return;
                 }
                 Err(_) => {
                     stats.ssl_connection_error.inc();
-                    tracing::debug!("connection {} from {remote}: TLS handshake timed out", info.id);
+                    tracing::debug!(
+                        "connection {} from {remote}: TLS handshake timed out",
+                        info.id
+                    );
                     return;
                 }
             };
             count_handshake(wl, &established.info);
             info.tls = Some(established.info.clone());
             let transport = UserTlsTransport::new(established);
-            crate::codec::serve(transport, BytesMut::new(), hcm, &info, worker).await;
+            crate::codec::serve(
+                transport,
+                BytesMut::new(),
+                hcm,
+                &info,
+                worker,
+                wl.rt.buffer_limit,
+            )
+            .await;
         }
         None => {
             let transport = PlainTransport::new(tcp);
-            crate::codec::serve(transport, BytesMut::from(&hello_bytes[..]), hcm, &info, worker).await;
+            crate::codec::serve(
+                transport,
+                BytesMut::from(&hello_bytes[..]),
+                hcm,
+                &info,
+                worker,
+                wl.rt.buffer_limit,
+            )
+            .await;
         }
     }
 }

@@ -6,7 +6,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use http::HeaderValue;
 
 thread_local! {
-    static CACHE: RefCell<(u64, HeaderValue)> = RefCell::new((u64::MAX, HeaderValue::from_static("")));
+    static CACHE: RefCell<(u64, HeaderValue)> = const { RefCell::new((u64::MAX, HeaderValue::from_static(""))) };
 }
 
 pub fn date_header() -> HeaderValue {

@@ -36,8 +36,11 @@ pub fn create() -> io::Result<DefaultConfig> {
         yaml: String::new(),
         dir,
     };
-    let cert = rcgen::generate_simple_self_signed(vec!["localhost".to_string(), "127.0.0.1".to_string()])
-        .map_err(|e| io::Error::other(format!("generating the self-signed certificate: {e}")))?;
+    let cert =
+        rcgen::generate_simple_self_signed(vec!["localhost".to_string(), "127.0.0.1".to_string()])
+            .map_err(|e| {
+                io::Error::other(format!("generating the self-signed certificate: {e}"))
+            })?;
     let cert_path = config.dir.join("cert.pem");
     let key_path = config.dir.join("key.pem");
     fs::write(&cert_path, cert.cert.pem())?;

@@ -1,6 +1,7 @@
 //! The HTTP/2 side of the connection manager, on the h2 crate: each stream is a local task on
 //! the worker; the connection task drives the socket and the drain (GOAWAY).
 
+use std::cell::Cell;
 use std::future::poll_fn;
 use std::io;
 use std::pin::Pin;
@@ -31,19 +32,23 @@ pub async fn serve<T: Transport>(
     hcm: &Rc<HcmWorker>,
     info: &ConnInfo,
     worker: &Rc<Worker>,
+    buffer_limit: u32,
 ) -> Traffic {
     let rt = &hcm.rt;
+    let traffic = Rc::new(TrafficCells::default());
     let io = Prefixed {
         prefix: buf.freeze(),
         inner: transport,
-        traffic: Traffic::default(),
+        traffic: traffic.clone(),
     };
     let mut builder = h2::server::Builder::new();
     builder
         .max_concurrent_streams(rt.http2.max_concurrent_streams)
         .initial_window_size(rt.http2.initial_stream_window_size)
         .initial_connection_window_size(rt.http2.initial_connection_window_size)
-        .max_header_list_size(rt.limits.max_request_headers_kb.saturating_mul(1024));
+        .max_header_list_size(rt.limits.max_request_headers_kb.saturating_mul(1024))
+        // per_connection_buffer_limit_bytes bounds what a stream may queue for a slow reader.
+        .max_send_buffer_size(buffer_limit as usize);
     let handshake = builder.handshake::<_, Bytes>(io);
     let mut conn = match tokio::time::timeout(Duration::from_secs(15), handshake).await {
         Ok(Ok(c)) => c,
@@ -53,21 +58,47 @@ pub async fn serve<T: Transport>(
         }
     };
     let info = Rc::new(ConnSnapshot::from(info));
+    let activity = Rc::new(Activity {
+        streams: Cell::new(0),
+        last: Cell::new(Instant::now()),
+    });
     let mut phase = worker.phase.clone();
-    let mut going_away = false;
+    // Set when GOAWAY went out: the connection then has drain_timeout to finish its streams.
+    let mut going_away: Option<Instant> = None;
     loop {
+        let idle_deadline = match (rt.idle_timeout, activity.streams.get()) {
+            (Some(idle), 0) => Some(activity.last.get() + idle),
+            _ => None,
+        };
+        let drain_deadline = going_away.map(|t| t + rt.drain_timeout);
         let accepted = tokio::select! {
             a = conn.accept() => a,
-            _ = drain::draining(&mut phase), if !going_away => {
-                going_away = true;
+            _ = drain::draining(&mut phase), if going_away.is_none() => {
+                going_away = Some(Instant::now());
                 hcm.stats.cx_drain_close.inc();
                 conn.graceful_shutdown();
                 continue;
             }
+            _ = sleep_until(idle_deadline), if idle_deadline.is_some() && going_away.is_none() => {
+                if activity.streams.get() == 0 {
+                    hcm.stats.cx_idle_timeout.inc();
+                    going_away = Some(Instant::now());
+                    conn.graceful_shutdown();
+                }
+                continue;
+            }
+            _ = sleep_until(drain_deadline), if drain_deadline.is_some() => break,
         };
         match accepted {
             Some(Ok((request, respond))) => {
-                tokio::task::spawn_local(stream(request, respond, hcm.clone(), info.clone()));
+                activity.streams.set(activity.streams.get() + 1);
+                tokio::task::spawn_local(stream(
+                    request,
+                    respond,
+                    hcm.clone(),
+                    info.clone(),
+                    activity.clone(),
+                ));
             }
             Some(Err(e)) => {
                 if e.is_go_away() || e.is_reset() || e.is_io() {
@@ -78,15 +109,38 @@ pub async fn serve<T: Transport>(
             }
             None => break,
         }
-        if worker.state.drain_close() && !going_away {
-            going_away = true;
+        if worker.state.drain_close() && going_away.is_none() {
+            going_away = Some(Instant::now());
             conn.graceful_shutdown();
         }
     }
     // Let the last frames (GOAWAY, end of streams) out before the socket is dropped.
     let _ = tokio::time::timeout(Duration::from_secs(1), poll_fn(|cx| conn.poll_closed(cx))).await;
     hcm.stats.cx_destroy_local.inc();
-    Traffic::default()
+    Traffic {
+        rx: traffic.rx.get(),
+        tx: traffic.tx.get(),
+    }
+}
+
+/// Open streams and when the last one ended, for the connection's idle timeout.
+struct Activity {
+    streams: Cell<usize>,
+    last: Cell<Instant>,
+}
+
+async fn sleep_until(deadline: Option<Instant>) {
+    match deadline {
+        Some(d) => tokio::time::sleep_until(d.into()).await,
+        None => std::future::pending().await,
+    }
+}
+
+/// Byte counts shared between the I/O wrapper (owned by h2) and the connection task.
+#[derive(Default)]
+struct TrafficCells {
+    rx: Cell<u64>,
+    tx: Cell<u64>,
 }
 
 /// The parts of ConnInfo a stream task needs (streams outlive the borrow of the connection).
@@ -108,7 +162,26 @@ impl From<&ConnInfo> for ConnSnapshot {
     }
 }
 
-async fn stream(request: http::Request<RecvStream>, mut respond: SendResponse<Bytes>, hcm: Rc<HcmWorker>, conn: Rc<ConnSnapshot>) {
+async fn stream(
+    request: http::Request<RecvStream>,
+    respond: SendResponse<Bytes>,
+    hcm: Rc<HcmWorker>,
+    conn: Rc<ConnSnapshot>,
+    activity: Rc<Activity>,
+) {
+    exchange(request, respond, &hcm, &conn).await;
+    activity
+        .streams
+        .set(activity.streams.get().saturating_sub(1));
+    activity.last.set(Instant::now());
+}
+
+async fn exchange(
+    request: http::Request<RecvStream>,
+    mut respond: SendResponse<Bytes>,
+    hcm: &HcmWorker,
+    conn: &ConnSnapshot,
+) {
     let info = &conn.info;
     let stats = &hcm.stats;
     let start = Instant::now();
@@ -132,25 +205,32 @@ async fn stream(request: http::Request<RecvStream>, mut respond: SendResponse<By
     hcm.count_outcome(reply.outcome);
     let is_head = head.method == http::Method::HEAD;
     let mut response = http::Response::new(());
-    *response.status_mut() = http::StatusCode::from_u16(reply.head.status).unwrap_or(http::StatusCode::INTERNAL_SERVER_ERROR);
+    *response.status_mut() = http::StatusCode::from_u16(reply.head.status)
+        .unwrap_or(http::StatusCode::INTERNAL_SERVER_ERROR);
     *response.headers_mut() = reply.head.headers.clone();
     if !matches!(reply.head.status, 204 | 304) {
-        response
-            .headers_mut()
-            .insert(http::header::CONTENT_LENGTH, http::HeaderValue::from(reply.body.len()));
+        response.headers_mut().insert(
+            http::header::CONTENT_LENGTH,
+            http::HeaderValue::from(reply.body.len()),
+        );
     }
     let end = is_head || reply.body.is_empty();
     let mut bytes_sent = 0;
     if let Ok(mut send) = respond.send_response(response, end) {
         if !end {
-            bytes_sent = send_body(&mut send, &reply.body).await.unwrap_or(0);
+            bytes_sent = send_body(&mut send, &reply.body, hcm.rt.stream_idle_timeout)
+                .await
+                .unwrap_or_else(|sent| {
+                    hcm.stats.rq_idle_timeout.inc();
+                    send.send_reset(h2::Reason::CANCEL);
+                    sent
+                });
         }
     }
     let duration = start.elapsed();
     let bytes_received = discard(&mut body).await;
     hcm.finish_stream(&StreamRecord {
         start_wall,
-        start,
         head: Some(&head),
         version: Version::Http2,
         reply: &reply,
@@ -162,8 +242,13 @@ async fn stream(request: http::Request<RecvStream>, mut respond: SendResponse<By
 }
 
 /// Sends a body within the peer's flow-control window. File bodies are sent as views of the
-/// mapping (no copy into a heap buffer before h2 frames them).
-async fn send_body(send: &mut h2::SendStream<Bytes>, body: &Body) -> Result<u64, h2::Error> {
+/// mapping (no copy into a heap buffer before h2 frames them). A peer that grants no window
+/// for stream_idle_timeout gets the stream reset: Err(bytes sent until then).
+async fn send_body(
+    send: &mut h2::SendStream<Bytes>,
+    body: &Body,
+    idle: Option<Duration>,
+) -> Result<u64, u64> {
     let mut data = match body {
         Body::Empty => return Ok(0),
         Body::Bytes(b) => b.clone(),
@@ -171,17 +256,25 @@ async fn send_body(send: &mut h2::SendStream<Bytes>, body: &Body) -> Result<u64,
     };
     let total = data.len() as u64;
     while !data.is_empty() {
+        let sent = total - data.len() as u64;
         send.reserve_capacity(data.len().min(1 << 20));
-        let granted = match poll_fn(|cx| send.poll_capacity(cx)).await {
+        let capacity = poll_fn(|cx| send.poll_capacity(cx));
+        let granted = match idle {
+            Some(d) => tokio::time::timeout(d, capacity).await.map_err(|_| sent)?,
+            None => capacity.await,
+        };
+        let granted = match granted {
             Some(Ok(n)) => n,
-            Some(Err(e)) => return Err(e),
-            None => return Ok(total - data.len() as u64),
+            // The peer reset the stream or the connection went away.
+            Some(Err(_)) | None => return Ok(sent),
         };
         if granted == 0 {
             continue;
         }
         let chunk = data.split_to(granted.min(data.len()));
-        send.send_data(chunk, data.is_empty())?;
+        if send.send_data(chunk, data.is_empty()).is_err() {
+            return Ok(sent);
+        }
     }
     Ok(total)
 }
@@ -214,39 +307,53 @@ impl AsRef<[u8]> for RegionBytes {
 struct Prefixed<T> {
     prefix: Bytes,
     inner: T,
-    traffic: Traffic,
+    traffic: Rc<TrafficCells>,
 }
 
 impl<T: Transport> AsyncRead for Prefixed<T> {
-    fn poll_read(mut self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &mut ReadBuf<'_>) -> Poll<io::Result<()>> {
+    fn poll_read(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<io::Result<()>> {
         let this = &mut *self;
         if !this.prefix.is_empty() {
             let n = this.prefix.len().min(buf.remaining());
             buf.put_slice(&this.prefix[..n]);
             this.prefix.advance(n);
-            this.traffic.rx += n as u64;
+            this.traffic.rx.set(this.traffic.rx.get() + n as u64);
             return Poll::Ready(Ok(()));
         }
         let before = buf.filled().len();
         let r = Pin::new(&mut this.inner).poll_read(cx, buf);
-        this.traffic.rx += (buf.filled().len() - before) as u64;
+        this.traffic
+            .rx
+            .set(this.traffic.rx.get() + (buf.filled().len() - before) as u64);
         r
     }
 }
 
 impl<T: Transport> AsyncWrite for Prefixed<T> {
-    fn poll_write(mut self: Pin<&mut Self>, cx: &mut Context<'_>, data: &[u8]) -> Poll<io::Result<usize>> {
+    fn poll_write(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        data: &[u8],
+    ) -> Poll<io::Result<usize>> {
         let r = Pin::new(&mut self.inner).poll_write(cx, data);
         if let Poll::Ready(Ok(n)) = &r {
-            self.traffic.tx += *n as u64;
+            self.traffic.tx.set(self.traffic.tx.get() + *n as u64);
         }
         r
     }
 
-    fn poll_write_vectored(mut self: Pin<&mut Self>, cx: &mut Context<'_>, bufs: &[io::IoSlice<'_>]) -> Poll<io::Result<usize>> {
+    fn poll_write_vectored(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        bufs: &[io::IoSlice<'_>],
+    ) -> Poll<io::Result<usize>> {
         let r = Pin::new(&mut self.inner).poll_write_vectored(cx, bufs);
         if let Poll::Ready(Ok(n)) = &r {
-            self.traffic.tx += *n as u64;
+            self.traffic.tx.set(self.traffic.tx.get() + *n as u64);
         }
         r
     }

@@ -45,9 +45,10 @@ impl ListenerRuntime {
     pub fn build(l: &Listener, concurrency: usize) -> Result<ListenerRuntime, ConfigError> {
         let build_chain = |c: &FilterChain| -> Result<Arc<ChainRuntime>, ConfigError> {
             let tls = match &c.tls {
-                Some(ctx) => Some(ServerContext::build(ctx).map_err(|e| {
-                    ConfigError::new(e.yaml_path.clone(), e.reason.clone())
-                })?),
+                Some(ctx) => Some(
+                    ServerContext::build(ctx)
+                        .map_err(|e| ConfigError::new(e.yaml_path.clone(), e.reason.clone()))?,
+                ),
                 None => None,
             };
             Ok(Arc::new(ChainRuntime {
@@ -62,8 +63,15 @@ impl ListenerRuntime {
             .iter()
             .map(build_chain)
             .collect::<Result<Vec<_>, _>>()?;
-        let default_chain = l.default_filter_chain.as_ref().map(build_chain).transpose()?;
-        let inspects_tls = chains.iter().chain(default_chain.iter()).any(|c| c.tls.is_some());
+        let default_chain = l
+            .default_filter_chain
+            .as_ref()
+            .map(build_chain)
+            .transpose()?;
+        let inspects_tls = chains
+            .iter()
+            .chain(default_chain.iter())
+            .any(|c| c.tls.is_some());
         let stat_scope = match &l.stat_prefix {
             Some(p) => format!("listener.{p}."),
             None => format!("listener.{}.", l.address.stat_name()),
@@ -126,15 +134,21 @@ impl ListenerRuntime {
             None => self.unnamed(),
         };
         let transport = if facts.is_tls { "tls" } else { "raw_buffer" };
-        narrow(&mut candidates, |c| {
-            c.filter_chain_match.transport_protocol.as_deref() == Some(transport)
-        }, |c| c.filter_chain_match.transport_protocol.is_none());
-        narrow(&mut candidates, |c| {
-            c.filter_chain_match
-                .application_protocols
-                .iter()
-                .any(|p| facts.alpn.iter().any(|a| a == p.as_bytes()))
-        }, |c| c.filter_chain_match.application_protocols.is_empty());
+        narrow(
+            &mut candidates,
+            |c| c.filter_chain_match.transport_protocol.as_deref() == Some(transport),
+            |c| c.filter_chain_match.transport_protocol.is_none(),
+        );
+        narrow(
+            &mut candidates,
+            |c| {
+                c.filter_chain_match
+                    .application_protocols
+                    .iter()
+                    .any(|p| facts.alpn.iter().any(|a| a == p.as_bytes()))
+            },
+            |c| c.filter_chain_match.application_protocols.is_empty(),
+        );
         match candidates.first() {
             Some(c) => self.chains.iter().position(|x| Arc::ptr_eq(x, c)),
             None => self.default_chain.as_ref().map(|_| self.chains.len()),

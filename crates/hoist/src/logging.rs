@@ -16,7 +16,12 @@ pub fn init(level: &str) {
         .with_writer(std::io::stderr)
         .with_target(false)
         .with_thread_names(true);
-    if tracing_subscriber::registry().with(layer).with(fmt).try_init().is_ok() {
+    if tracing_subscriber::registry()
+        .with(layer)
+        .with(fmt)
+        .try_init()
+        .is_ok()
+    {
         let _ = HANDLE.set(handle);
         let _ = LEVEL.set(std::sync::Mutex::new(level.to_string()));
     }

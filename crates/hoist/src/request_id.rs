@@ -51,7 +51,10 @@ mod tests {
         assert_ne!(a, b);
         assert_eq!(a.len(), 36);
         let parts: Vec<&str> = a.split('-').collect();
-        assert_eq!(parts.iter().map(|p| p.len()).collect::<Vec<_>>(), [8, 4, 4, 4, 12]);
+        assert_eq!(
+            parts.iter().map(|p| p.len()).collect::<Vec<_>>(),
+            [8, 4, 4, 4, 12]
+        );
         assert!(parts[2].starts_with('4'));
         assert!(matches!(parts[3].as_bytes()[0], b'8' | b'9' | b'a' | b'b'));
     }

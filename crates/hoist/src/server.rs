@@ -90,7 +90,10 @@ pub fn run(options: Options) -> ExitCode {
             }
         }
     } else {
-        hoist_config::load(options.config_path.as_deref(), options.config_yaml.as_deref())
+        hoist_config::load(
+            options.config_path.as_deref(),
+            options.config_yaml.as_deref(),
+        )
     };
     let bootstrap = match loaded {
         Ok(b) => b,
@@ -126,7 +129,10 @@ pub fn run(options: Options) -> ExitCode {
                 bound.push(addr);
             }
             Err(e) => {
-                eprintln!("error: listener '{}' cannot bind {}: {e}", l.name, l.address);
+                eprintln!(
+                    "error: listener '{}' cannot bind {}: {e}",
+                    l.name, l.address
+                );
                 return ExitCode::from(1);
             }
         }
@@ -166,7 +172,8 @@ pub fn run(options: Options) -> ExitCode {
 
     let cpus = worker::allowed_cpus();
     let mut workers = Vec::with_capacity(concurrency);
-    let mut first_sockets: Vec<Option<std::net::TcpListener>> = first_sockets.into_iter().map(Some).collect();
+    let mut first_sockets: Vec<Option<std::net::TcpListener>> =
+        first_sockets.into_iter().map(Some).collect();
     for index in 0..concurrency {
         let mut sockets = Vec::with_capacity(listeners.len());
         for (i, l) in listeners.iter().enumerate() {
@@ -177,7 +184,10 @@ pub fn run(options: Options) -> ExitCode {
             match socket {
                 Ok(s) => sockets.push((l.clone(), s)),
                 Err(e) => {
-                    eprintln!("error: listener '{}' (worker {index}) cannot bind {}: {e}", l.name, bound[i]);
+                    eprintln!(
+                        "error: listener '{}' (worker {index}) cannot bind {}: {e}",
+                        l.name, bound[i]
+                    );
                     return ExitCode::from(1);
                 }
             }
@@ -192,7 +202,10 @@ pub fn run(options: Options) -> ExitCode {
         }
     }
 
-    let runtime = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
+    let runtime = match tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    {
         Ok(rt) => rt,
         Err(e) => {
             eprintln!("error: cannot start the main runtime: {e}");
@@ -217,7 +230,10 @@ pub fn run(options: Options) -> ExitCode {
         }
         wait_for_shutdown(&state).await;
     });
-    tracing::info!("draining: no new connections; waiting up to {}s for in-flight requests", options.drain_time_s);
+    tracing::info!(
+        "draining: no new connections; waiting up to {}s for in-flight requests",
+        options.drain_time_s
+    );
     for w in workers {
         let _ = w.join();
     }
@@ -244,9 +260,11 @@ fn check_offload(options: &Options, listeners: &[Arc<ListenerRuntime>]) -> Resul
         .iter()
         .find(|l| l.inspects_tls && l.tls_offload == Some(TlsOffloadMode::Require));
     if any_tls && options.tls_offload == TlsOffload::Require {
-        return Err("--tls-offload require: kernel TLS offload is not available in this build of hoist \
+        return Err(
+            "--tls-offload require: kernel TLS offload is not available in this build of hoist \
                     (user-space TLS only); use --tls-offload auto or off"
-            .to_string());
+                .to_string(),
+        );
     }
     if let Some(l) = listener_requires {
         return Err(format!(
@@ -261,7 +279,10 @@ fn check_offload(options: &Options, listeners: &[Arc<ListenerRuntime>]) -> Resul
 async fn wait_for_shutdown(state: &Arc<ServerState>) {
     use tokio::signal::unix::{signal, SignalKind};
     let mut phase = state.phase_receiver();
-    let (mut term, mut int) = match (signal(SignalKind::terminate()), signal(SignalKind::interrupt())) {
+    let (mut term, mut int) = match (
+        signal(SignalKind::terminate()),
+        signal(SignalKind::interrupt()),
+    ) {
         (Ok(t), Ok(i)) => (t, i),
         _ => {
             tracing::error!("cannot install signal handlers; serving until killed");

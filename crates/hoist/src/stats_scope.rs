@@ -37,12 +37,21 @@ pub struct ListenerStats {
 impl ListenerStats {
     pub fn new(store: &Arc<Store>, scope: &str, slot: usize) -> ListenerStats {
         let c = |n: &str| store.counter(&format!("{scope}{n}")).bind(slot);
-        let g = |n: &str| store.gauge(&format!("{scope}{n}"), ImportMode::Accumulate).bind(slot);
+        let g = |n: &str| {
+            store
+                .gauge(&format!("{scope}{n}"), ImportMode::Accumulate)
+                .bind(slot)
+        };
         ListenerStats {
             downstream_cx_total: c("downstream_cx_total"),
             downstream_cx_active: g("downstream_cx_active"),
             downstream_cx_destroy: c("downstream_cx_destroy"),
-            downstream_cx_length_ms: store.histogram(&format!("{scope}downstream_cx_length_ms"), Unit::Milliseconds).bind(slot),
+            downstream_cx_length_ms: store
+                .histogram(
+                    &format!("{scope}downstream_cx_length_ms"),
+                    Unit::Milliseconds,
+                )
+                .bind(slot),
             downstream_pre_cx_timeout: c("downstream_pre_cx_timeout"),
             downstream_pre_cx_active: g("downstream_pre_cx_active"),
             no_filter_chain_match: c("no_filter_chain_match"),
@@ -62,7 +71,9 @@ impl ListenerStats {
         let key = format!("ssl.{kind}.{name}");
         let mut map = self.dynamic.borrow_mut();
         let counter = map.entry(key).or_insert_with_key(|k| {
-            self.store.counter(&format!("{}{k}", self.scope)).bind(self.slot)
+            self.store
+                .counter(&format!("{}{k}", self.scope))
+                .bind(self.slot)
         });
         counter.inc();
     }
@@ -98,6 +109,7 @@ pub struct HcmWorkerStats {
     pub rq_too_large: WorkerCounter,
     pub rq_timeout: WorkerCounter,
     pub rq_header_timeout: WorkerCounter,
+    pub rq_idle_timeout: WorkerCounter,
     pub rq_time: WorkerHistogram,
     pub rq_direct_response: WorkerCounter,
     pub rq_redirect: WorkerCounter,
@@ -107,12 +119,29 @@ pub struct HcmWorkerStats {
 }
 
 impl HcmWorkerStats {
-    pub fn new(store: &Arc<Store>, stat_prefix: &str, listener_scope: &str, slot: usize) -> HcmWorkerStats {
+    pub fn new(
+        store: &Arc<Store>,
+        stat_prefix: &str,
+        listener_scope: &str,
+        slot: usize,
+    ) -> HcmWorkerStats {
         let scope = format!("http.{stat_prefix}.");
         let c = |n: &str| store.counter(&format!("{scope}{n}")).bind(slot);
-        let g = |n: &str| store.gauge(&format!("{scope}{n}"), ImportMode::Accumulate).bind(slot);
-        let h = |n: &str| store.histogram(&format!("{scope}{n}"), Unit::Milliseconds).bind(slot);
-        let lc = |n: &str| store.counter(&format!("{listener_scope}http.{stat_prefix}.{n}")).bind(slot);
+        let g = |n: &str| {
+            store
+                .gauge(&format!("{scope}{n}"), ImportMode::Accumulate)
+                .bind(slot)
+        };
+        let h = |n: &str| {
+            store
+                .histogram(&format!("{scope}{n}"), Unit::Milliseconds)
+                .bind(slot)
+        };
+        let lc = |n: &str| {
+            store
+                .counter(&format!("{listener_scope}http.{stat_prefix}.{n}"))
+                .bind(slot)
+        };
         let class = |f: &dyn Fn(&str) -> WorkerCounter| {
             [1, 2, 3, 4, 5].map(|i| f(&format!("downstream_rq_{i}xx")))
         };
@@ -143,6 +172,7 @@ impl HcmWorkerStats {
             rq_too_large: c("downstream_rq_too_large"),
             rq_timeout: c("downstream_rq_timeout"),
             rq_header_timeout: c("downstream_rq_header_timeout"),
+            rq_idle_timeout: c("downstream_rq_idle_timeout"),
             rq_time: h("downstream_rq_time"),
             rq_direct_response: c("rq_direct_response"),
             rq_redirect: c("rq_redirect"),
@@ -156,7 +186,11 @@ impl HcmWorkerStats {
     pub fn completed(&self, status: u16) {
         self.rq_completed.inc();
         self.listener_rq_completed.inc();
-        if let Some(i) = (status / 100).checked_sub(1).map(usize::from).filter(|i| *i < 5) {
+        if let Some(i) = (status / 100)
+            .checked_sub(1)
+            .map(usize::from)
+            .filter(|i| *i < 5)
+        {
             self.rq_class[i].inc();
             self.listener_rq_class[i].inc();
         }
@@ -171,11 +205,19 @@ pub fn register_server_stats(state: &Arc<ServerState>) {
 /// Sets the `server.` gauges from the live state; called before every stats render.
 pub fn refresh_server_stats(state: &ServerState) {
     let main = state.stats.main_slot();
-    let set = |name: &str, v: u64| state.stats.gauge(name, ImportMode::NeverImport).set(main, v);
+    let set = |name: &str, v: u64| {
+        state
+            .stats
+            .gauge(name, ImportMode::NeverImport)
+            .set(main, v)
+    };
     set("server.live", u64::from(state.state_name() == "LIVE"));
     set("server.uptime", state.start.elapsed().as_secs());
     set("server.concurrency", state.concurrency as u64);
-    set("server.state", if state.state_name() == "LIVE" { 0 } else { 1 });
+    set(
+        "server.state",
+        if state.state_name() == "LIVE" { 0 } else { 1 },
+    );
     set("server.total_connections", total_connections(state));
 }
 

@@ -27,7 +27,6 @@ pub struct HcmWorker {
 /// What `finish_stream` needs to know about a finished exchange.
 pub struct StreamRecord<'a> {
     pub start_wall: SystemTime,
-    pub start: Instant,
     /// None when the request never got a valid head (a codec error).
     pub head: Option<&'a RequestHead>,
     pub version: Version,
@@ -110,7 +109,11 @@ impl HcmWorker {
     pub fn flush_logs(&self, all: bool) {
         let now = Instant::now();
         for logger in self.loggers.borrow_mut().iter_mut() {
-            let r = if all { logger.flush() } else { logger.flush_if_due(now) };
+            let r = if all {
+                logger.flush()
+            } else {
+                logger.flush_if_due(now)
+            };
             if let Err(e) = r {
                 tracing::warn!("access log write failed: {e}");
             }

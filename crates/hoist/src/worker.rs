@@ -50,7 +50,10 @@ pub fn spawn(
             if let Some(core) = core {
                 pin_to_core(core);
             }
-            let runtime = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
+            let runtime = match tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+            {
                 Ok(rt) => rt,
                 Err(e) => {
                     tracing::error!("worker {index}: cannot start its runtime: {e}");
@@ -61,7 +64,11 @@ pub fn spawn(
         })
 }
 
-async fn run(index: usize, state: Arc<ServerState>, sockets: Vec<(Arc<ListenerRuntime>, StdTcpListener)>) {
+async fn run(
+    index: usize,
+    state: Arc<ServerState>,
+    sockets: Vec<(Arc<ListenerRuntime>, StdTcpListener)>,
+) {
     let worker = Rc::new(Worker {
         index,
         phase: state.phase_receiver(),
@@ -101,7 +108,10 @@ async fn run(index: usize, state: Arc<ServerState>, sockets: Vec<(Arc<ListenerRu
     let mut phase = worker.phase.clone();
     drain::draining(&mut phase).await;
     let drain_time = Duration::from_secs(state.options.drain_time_s);
-    if tokio::time::timeout(drain_time, worker.connections.all_closed()).await.is_err() {
+    if tokio::time::timeout(drain_time, worker.connections.all_closed())
+        .await
+        .is_err()
+    {
         tracing::warn!(
             "worker {index}: drain time ({}s) over with {} connection(s) still open; closing them",
             state.options.drain_time_s,
@@ -125,7 +135,7 @@ async fn accept_loop(worker: Rc<Worker>, wl: Rc<WorkerListener>, listener: TcpLi
                 Err(e) => {
                     // Out of descriptors or memory: back off instead of spinning; the listener
                     // stays open and accepting resumes when resources free up.
-                    tracing::warn!("listener {}: accept failed: {e}", wl.rt.name);
+                    tracing::warn!("worker {}: listener {}: accept failed: {e}", worker.index, wl.rt.name);
                     tokio::time::sleep(Duration::from_millis(50)).await;
                 }
             },
@@ -146,7 +156,9 @@ fn pin_to_core(core: usize) {
 /// The CPUs this process may run on (respects `taskset`), in order.
 pub fn allowed_cpus() -> Vec<usize> {
     match rustix::thread::sched_getaffinity(None) {
-        Ok(set) => (0..rustix::thread::CpuSet::MAX_CPU).filter(|&c| set.is_set(c)).collect(),
+        Ok(set) => (0..rustix::thread::CpuSet::MAX_CPU)
+            .filter(|&c| set.is_set(c))
+            .collect(),
         Err(_) => Vec::new(),
     }
 }

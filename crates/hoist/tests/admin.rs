@@ -1,5 +1,8 @@
 //! The admin endpoints through the real binary.
 
+// Test code: a failed unwrap is a failed test.
+#![allow(clippy::unwrap_used)]
+
 mod support;
 
 use std::time::Duration;
@@ -16,7 +19,10 @@ fn start_with_inline_key() -> (TempDir, Hoist) {
         tls_listener("tls", &cert, "", &[])
     ));
     // Put the private key inline so /config_dump has a secret to redact.
-    let indented: String = key_pem.lines().map(|l| format!("                  {l}\n")).collect();
+    let indented: String = key_pem
+        .lines()
+        .map(|l| format!("                  {l}\n"))
+        .collect();
     yaml = yaml.replace(
         &format!("private_key: {{filename: {}}}", cert.key.display()),
         &format!("private_key:\n                inline_string: |\n{indented}"),
@@ -45,7 +51,10 @@ fn read_only_endpoints() {
     assert!(body.contains("BootstrapConfigDump"));
 
     let (_, body) = hoist.admin_get("/listeners");
-    assert!(body.contains(&format!("plain::{}", hoist.addr("plain"))), "{body}");
+    assert!(
+        body.contains(&format!("plain::{}", hoist.addr("plain"))),
+        "{body}"
+    );
     let (_, body) = hoist.admin_get("/listeners?format=json");
     let v: serde_json::Value = serde_json::from_str(&body).unwrap();
     assert_eq!(v["listener_statuses"][1]["name"], "tls");
@@ -53,7 +62,12 @@ fn read_only_endpoints() {
     let (_, body) = hoist.admin_get("/certs");
     let v: serde_json::Value = serde_json::from_str(&body).unwrap();
     let chain = &v["certificates"][0]["cert_chain"][0];
-    assert!(chain["serial_number"].as_str().is_some_and(|s| !s.is_empty()), "{body}");
+    assert!(
+        chain["serial_number"]
+            .as_str()
+            .is_some_and(|s| !s.is_empty()),
+        "{body}"
+    );
     assert_eq!(chain["subject_alt_names"][0]["dns"], "localhost", "{body}");
 
     let (code, body) = hoist.admin_get("/help");
@@ -71,15 +85,31 @@ fn stats_formats_and_reset() {
         assert!(curl(&["-o", "/dev/null", &url]).status.success());
     }
     let (_, text) = hoist.admin_get("/stats");
-    assert!(text.contains("http.ingress_http.downstream_rq_2xx: 3"), "{text}");
-    assert!(text.contains("http.ingress_http.downstream_rq_time: P0("), "{text}");
+    assert!(
+        text.contains("http.ingress_http.downstream_rq_2xx: 3"),
+        "{text}"
+    );
+    assert!(
+        text.contains("http.ingress_http.downstream_rq_time: P0("),
+        "{text}"
+    );
     let (_, filtered) = hoist.admin_get("/stats?filter=downstream_rq_2xx");
-    assert!(filtered.lines().all(|l| l.contains("downstream_rq_2xx")), "{filtered}");
+    assert!(
+        filtered.lines().all(|l| l.contains("downstream_rq_2xx")),
+        "{filtered}"
+    );
     let (_, json) = hoist.admin_get("/stats?format=json");
     let v: serde_json::Value = serde_json::from_str(&json).unwrap();
-    assert!(v["stats"].as_array().unwrap().iter().any(|s| s["name"] == "http.ingress_http.downstream_rq_2xx" && s["value"] == 3));
+    assert!(v["stats"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|s| s["name"] == "http.ingress_http.downstream_rq_2xx" && s["value"] == 3));
     let (_, prom) = hoist.admin_get("/stats/prometheus");
-    assert!(prom.contains("# TYPE envoy_http_downstream_rq_xx counter"), "{prom}");
+    assert!(
+        prom.contains("# TYPE envoy_http_downstream_rq_xx counter"),
+        "{prom}"
+    );
     assert!(
         prom.contains("envoy_http_downstream_rq_xx{envoy_response_code_class=\"2\",envoy_http_conn_manager_prefix=\"ingress_http\"} 3"),
         "{prom}"
@@ -96,8 +126,16 @@ fn healthcheck_fail_makes_ready_503_and_closes_connections() {
     let (_dir, hoist) = start_with_inline_key();
     assert_eq!(hoist.admin_post("/healthcheck/fail").0, 200);
     assert_eq!(hoist.admin_get("/ready"), (503, "DRAINING\n".to_string()));
-    let out = curl(&["-D", "-", "-o", "/dev/null", &format!("http://{}/", hoist.addr("plain"))]);
-    assert!(String::from_utf8_lossy(&out.stdout).to_ascii_lowercase().contains("connection: close"));
+    let out = curl(&[
+        "-D",
+        "-",
+        "-o",
+        "/dev/null",
+        &format!("http://{}/", hoist.addr("plain")),
+    ]);
+    assert!(String::from_utf8_lossy(&out.stdout)
+        .to_ascii_lowercase()
+        .contains("connection: close"));
     assert_eq!(hoist.admin_post("/healthcheck/ok").0, 200);
     assert_eq!(hoist.admin_get("/ready").0, 200);
 }

@@ -1,6 +1,9 @@
 //! HTTP/1.1 on a plaintext listener, driven by curl and raw TCP: keep-alive, pipelining, bodies,
 //! HEAD, Expect: 100-continue, and every class of bad request.
 
+// Test code: a failed unwrap is a failed test.
+#![allow(clippy::unwrap_used)]
+
 mod support;
 
 use std::io::{Read, Write};
@@ -17,16 +20,28 @@ struct Fixture {
 
 fn start(hcm_extra: &str) -> Fixture {
     let dir = TempDir::new("h1");
-    let sizes = [("1k", 1024), ("100k", 100 * 1024), ("1m", 1 << 20), ("10m", 10 << 20)];
+    let sizes = [
+        ("1k", 1024),
+        ("100k", 100 * 1024),
+        ("1m", 1 << 20),
+        ("10m", 10 << 20),
+    ];
     let files: Vec<(String, std::path::PathBuf)> = sizes
         .iter()
         .map(|(n, s)| (format!("/{n}"), payload(&dir, &format!("{n}.bin"), *s)))
         .collect();
-    let routes: Vec<(&str, &std::path::Path)> = files.iter().map(|(p, f)| (p.as_str(), f.as_path())).collect();
+    let routes: Vec<(&str, &std::path::Path)> = files
+        .iter()
+        .map(|(p, f)| (p.as_str(), f.as_path()))
+        .collect();
     let yaml = bootstrap(&plain_listener("plain", "ingress_http", &routes, hcm_extra));
     let cfg = dir.write("envoy.yaml", yaml);
     let hoist = Hoist::start(&cfg, &["--concurrency", "2"]);
-    Fixture { _dir: dir, hoist, files }
+    Fixture {
+        _dir: dir,
+        hoist,
+        files,
+    }
 }
 
 #[test]
@@ -48,9 +63,20 @@ fn bodies_are_byte_exact_and_keep_alive_reuses_the_connection() {
     args.push("%{num_connects}\n".into());
     let argv: Vec<&str> = args.iter().map(String::as_str).collect();
     let out = curl(&argv);
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    let connects: Vec<u32> = String::from_utf8_lossy(&out.stdout).lines().map(|l| l.parse().unwrap()).collect();
-    assert_eq!(connects, vec![1, 0, 0, 0], "one connection reused for all four requests");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let connects: Vec<u32> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(|l| l.parse().unwrap())
+        .collect();
+    assert_eq!(
+        connects,
+        vec![1, 0, 0, 0],
+        "one connection reused for all four requests"
+    );
     for ((_, file), out) in f.files.iter().zip(&outs) {
         let want = std::fs::read(file).unwrap();
         let got = std::fs::read(out).unwrap();
@@ -58,7 +84,10 @@ fn bodies_are_byte_exact_and_keep_alive_reuses_the_connection() {
         assert_eq!(sha256_hex(&got), sha256_hex(&want));
     }
     assert_eq!(f.hoist.stat("http.ingress_http.downstream_rq_2xx"), 4);
-    assert_eq!(f.hoist.stat("http.ingress_http.downstream_cx_http1_total"), 1);
+    assert_eq!(
+        f.hoist.stat("http.ingress_http.downstream_cx_http1_total"),
+        1
+    );
     assert_eq!(f.hoist.stat("http.ingress_http.rq_direct_response"), 4);
 }
 
@@ -78,7 +107,12 @@ fn pipelined_requests_are_answered_in_order() {
     assert!(second.contains("hello from hoist\n"), "{second}");
     // The HEAD answer carries the length but no body: the stream ends right after its head.
     let head_part = &second[second.rfind("HTTP/1.1 200 OK").unwrap()..];
-    assert!(head_part.to_ascii_lowercase().contains("content-length: 1024"), "{head_part}");
+    assert!(
+        head_part
+            .to_ascii_lowercase()
+            .contains("content-length: 1024"),
+        "{head_part}"
+    );
     assert!(head_part.ends_with("\r\n\r\n"), "{head_part:?}");
 }
 
@@ -107,21 +141,43 @@ fn malformed_requests_get_400_and_a_closed_connection() {
     ];
     for case in cases {
         let (status, closed) = status_and_closed(addr, case);
-        assert_eq!(status, "HTTP/1.1 400 Bad Request", "for {:?}", String::from_utf8_lossy(case));
-        assert!(closed, "connection closed after {:?}", String::from_utf8_lossy(case));
+        assert_eq!(
+            status,
+            "HTTP/1.1 400 Bad Request",
+            "for {:?}",
+            String::from_utf8_lossy(case)
+        );
+        assert!(
+            closed,
+            "connection closed after {:?}",
+            String::from_utf8_lossy(case)
+        );
     }
-    assert!(f.hoist.stat("http.ingress_http.downstream_cx_protocol_error") >= cases.len() as u64);
-    assert_eq!(f.hoist.stat("http.ingress_http.downstream_rq_4xx"), cases.len() as u64);
+    assert!(
+        f.hoist
+            .stat("http.ingress_http.downstream_cx_protocol_error")
+            >= cases.len() as u64
+    );
+    assert_eq!(
+        f.hoist.stat("http.ingress_http.downstream_rq_4xx"),
+        cases.len() as u64
+    );
 }
 
 #[test]
 fn unsupported_transfer_encoding_is_501_and_bad_version_505() {
     let f = start("");
     let addr = f.hoist.addr("plain");
-    let (status, _) = status_and_closed(addr, b"POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: gzip, chunked\r\n\r\n");
+    let (status, _) = status_and_closed(
+        addr,
+        b"POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: gzip, chunked\r\n\r\n",
+    );
     assert_eq!(status, "HTTP/1.1 501 Not Implemented");
     let (status, _) = status_and_closed(addr, b"GET / HTTP/1.2\r\nHost: a\r\n\r\n");
-    assert!(status.starts_with("HTTP/1.1 505") || status.starts_with("HTTP/1.1 400"), "{status}");
+    assert!(
+        status.starts_with("HTTP/1.1 505") || status.starts_with("HTTP/1.1 400"),
+        "{status}"
+    );
 }
 
 #[test]
@@ -134,7 +190,10 @@ fn oversized_headers_get_431() {
     assert_eq!(status, "HTTP/1.1 431 Request Header Fields Too Large");
     assert!(closed);
     // Just under the limit is fine.
-    let ok = format!("GET / HTTP/1.1\r\nHost: a\r\nConnection: close\r\nX-Big: {}\r\n\r\n", "x".repeat(7 * 1024));
+    let ok = format!(
+        "GET / HTTP/1.1\r\nHost: a\r\nConnection: close\r\nX-Big: {}\r\n\r\n",
+        "x".repeat(7 * 1024)
+    );
     let (status, _) = status_and_closed(addr, ok.as_bytes());
     assert_eq!(status, "HTTP/1.1 200 OK");
     assert!(f.hoist.stat("http.ingress_http.downstream_rq_too_large") >= 1);
@@ -149,7 +208,14 @@ fn request_bodies_chunked_and_expect_continue_keep_the_connection_usable() {
     let body_arg = format!("@{}", body.display());
     // curl sends Expect: 100-continue for bodies this large.
     for extra in [&[][..], &["-H", "Transfer-Encoding: chunked"][..]] {
-        let mut args = vec!["--data-binary", &body_arg, "-o", "/dev/null", "-w", "%{http_code} %{num_connects}\n"];
+        let mut args = vec![
+            "--data-binary",
+            &body_arg,
+            "-o",
+            "/dev/null",
+            "-w",
+            "%{http_code} %{num_connects}\n",
+        ];
         args.extend_from_slice(extra);
         let url1 = format!("{base}/");
         let url2 = format!("{base}/1k");
@@ -163,8 +229,17 @@ fn request_bodies_chunked_and_expect_continue_keep_the_connection_usable() {
         let out = curl(&args);
         let text = String::from_utf8_lossy(&out.stdout);
         let lines: Vec<&str> = text.lines().collect();
-        assert_eq!(lines.first().map(|l| &l[..3]), Some("200"), "{text} {}", String::from_utf8_lossy(&out.stderr));
-        assert_eq!(lines.get(1).copied(), Some("200 0"), "second request reuses the connection: {text}");
+        assert_eq!(
+            lines.first().map(|l| &l[..3]),
+            Some("200"),
+            "{text} {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert_eq!(
+            lines.get(1).copied(),
+            Some("200 0"),
+            "second request reuses the connection: {text}"
+        );
     }
 }
 
@@ -172,18 +247,30 @@ fn request_bodies_chunked_and_expect_continue_keep_the_connection_usable() {
 fn connection_close_and_http10_are_honoured() {
     let f = start("");
     let addr = f.hoist.addr("plain");
-    let (status, closed) = status_and_closed(addr, b"GET / HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n");
+    let (status, closed) = status_and_closed(
+        addr,
+        b"GET / HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n",
+    );
     assert_eq!(status, "HTTP/1.1 200 OK");
     assert!(closed);
     let (status, closed) = status_and_closed(addr, b"GET / HTTP/1.0\r\n\r\n");
-    assert!(status.starts_with("HTTP/1.1 200") || status.starts_with("HTTP/1.0 200"), "{status}");
+    assert!(
+        status.starts_with("HTTP/1.1 200") || status.starts_with("HTTP/1.0 200"),
+        "{status}"
+    );
     assert!(closed);
 }
 
 #[test]
 fn date_server_and_content_type_headers() {
     let f = start("");
-    let out = curl(&["-D", "-", "-o", "/dev/null", &format!("http://{}/", f.hoist.addr("plain"))]);
+    let out = curl(&[
+        "-D",
+        "-",
+        "-o",
+        "/dev/null",
+        &format!("http://{}/", f.hoist.addr("plain")),
+    ]);
     let head = String::from_utf8_lossy(&out.stdout).to_ascii_lowercase();
     assert!(head.contains("server: envoy"), "{head}");
     assert!(head.contains("date: "), "{head}");

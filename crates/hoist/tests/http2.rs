@@ -1,5 +1,8 @@
 //! HTTP/2: over TLS with ALPN and in cleartext with prior knowledge, driven by curl and h2load.
 
+// Test code: a failed unwrap is a failed test.
+#![allow(clippy::unwrap_used)]
+
 mod support;
 
 use std::process::Command;
@@ -13,7 +16,12 @@ fn h2_over_tls_and_cleartext() {
     let body = payload(&dir, "5m.bin", 5 << 20);
     let yaml = bootstrap(&format!(
         "{}{}",
-        tls_listener("tls", &cert, "            alpn_protocols: [h2, http/1.1]\n", &[("/5m", &body)]),
+        tls_listener(
+            "tls",
+            &cert,
+            "            alpn_protocols: [h2, http/1.1]\n",
+            &[("/5m", &body)]
+        ),
         plain_listener("plain", "ingress_http", &[("/5m", &body)], "")
     ));
     let cfg = dir.write("envoy.yaml", yaml);
@@ -21,11 +29,31 @@ fn h2_over_tls_and_cleartext() {
     let want = sha256_hex(&std::fs::read(&body).unwrap());
     let got = dir.path("got");
     let tls_url = format!("https://{}/5m", hoist.addr("tls"));
-    let out = curl(&["-k", "--http2", "-o", got.to_str().unwrap(), "-w", "%{http_version}", &tls_url]);
-    assert_eq!(String::from_utf8_lossy(&out.stdout), "2", "{}", String::from_utf8_lossy(&out.stderr));
+    let out = curl(&[
+        "-k",
+        "--http2",
+        "-o",
+        got.to_str().unwrap(),
+        "-w",
+        "%{http_version}",
+        &tls_url,
+    ]);
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout),
+        "2",
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     assert_eq!(sha256_hex(&std::fs::read(&got).unwrap()), want);
     let plain_url = format!("http://{}/5m", hoist.addr("plain"));
-    let out = curl(&["--http2-prior-knowledge", "-o", got.to_str().unwrap(), "-w", "%{http_version}", &plain_url]);
+    let out = curl(&[
+        "--http2-prior-knowledge",
+        "-o",
+        got.to_str().unwrap(),
+        "-w",
+        "%{http_version}",
+        &plain_url,
+    ]);
     assert_eq!(String::from_utf8_lossy(&out.stdout), "2");
     assert_eq!(sha256_hex(&std::fs::read(&got).unwrap()), want);
     // HEAD over h2 carries no body.
@@ -38,6 +66,9 @@ fn h2_over_tls_and_cleartext() {
         .output()
         .expect("h2load is installed");
     let text = String::from_utf8_lossy(&out.stdout);
-    assert!(text.contains("200 succeeded, 0 failed, 0 errored"), "{text}");
+    assert!(
+        text.contains("200 succeeded, 0 failed, 0 errored"),
+        "{text}"
+    );
     assert!(hoist.stat("http.ingress_https.downstream_rq_http2_total") >= 200);
 }

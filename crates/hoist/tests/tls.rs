@@ -1,6 +1,9 @@
 //! TLS listeners against real peers: openssl s_client for each cipher and version, curl for
 //! bodies and certificate checks, SNI chain selection, ALPN, and garbage from the peer.
 
+// Test code: a failed unwrap is a failed test.
+#![allow(clippy::unwrap_used)]
+
 mod support;
 
 use std::io::Write;
@@ -24,12 +27,25 @@ fn s_client(addr: std::net::SocketAddr, args: &[&str], path: &str) -> String {
         .spawn()
         .unwrap();
     let req = format!("GET {path} HTTP/1.1\r\nHost: test\r\nConnection: close\r\n\r\n");
-    child.stdin.take().unwrap().write_all(req.as_bytes()).unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(req.as_bytes())
+        .unwrap();
     let out = child.wait_with_output().unwrap();
-    format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr))
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    )
 }
 
-fn listener_yaml(dir: &TempDir, cert: &Cert, tls_extra: &str) -> (std::path::PathBuf, std::path::PathBuf) {
+fn listener_yaml(
+    dir: &TempDir,
+    cert: &Cert,
+    tls_extra: &str,
+) -> (std::path::PathBuf, std::path::PathBuf) {
     let body = payload(dir, "1m.bin", 1 << 20);
     let yaml = bootstrap(&tls_listener("tls", cert, tls_extra, &[("/1m", &body)]));
     (dir.write("envoy.yaml", yaml), body)
@@ -39,14 +55,28 @@ fn listener_yaml(dir: &TempDir, cert: &Cert, tls_extra: &str) -> (std::path::Pat
 fn tls12_each_rsa_cipher_and_tls13() {
     let dir = TempDir::new("tls-rsa");
     let cert = rsa_cert(&dir, "rsa", "rsa.test", 2048);
-    let (cfg, _) = listener_yaml(&dir, &cert, "            tls_params: {tls_maximum_protocol_version: TLSv1_3}\n");
+    let (cfg, _) = listener_yaml(
+        &dir,
+        &cert,
+        "            tls_params: {tls_maximum_protocol_version: TLSv1_3}\n",
+    );
     let hoist = Hoist::start(&cfg, &["--concurrency", "1"]);
     let addr = hoist.addr("tls");
-    for cipher in ["ECDHE-RSA-AES128-GCM-SHA256", "ECDHE-RSA-AES256-GCM-SHA384", "ECDHE-RSA-CHACHA20-POLY1305"] {
+    for cipher in [
+        "ECDHE-RSA-AES128-GCM-SHA256",
+        "ECDHE-RSA-AES256-GCM-SHA384",
+        "ECDHE-RSA-CHACHA20-POLY1305",
+    ] {
         let out = s_client(addr, &["-tls1_2", "-cipher", cipher], "/");
-        assert!(out.contains(&format!("Cipher is {cipher}")), "{cipher}: {out}");
+        assert!(
+            out.contains(&format!("Cipher is {cipher}")),
+            "{cipher}: {out}"
+        );
         assert!(out.contains("hello from hoist"), "{cipher}: {out}");
-        assert_eq!(hoist.stat(&format!("listener.127.0.0.1_0.ssl.ciphers.{cipher}")), 1);
+        assert_eq!(
+            hoist.stat(&format!("listener.127.0.0.1_0.ssl.ciphers.{cipher}")),
+            1
+        );
     }
     let out = s_client(addr, &["-tls1_3"], "/");
     assert!(out.contains("TLSv1.3"), "{out}");
@@ -65,12 +95,29 @@ fn tls12_only_with_configured_ciphers_refuses_others() {
     let (cfg, _) = listener_yaml(&dir, &cert, params);
     let hoist = Hoist::start(&cfg, &[]);
     let addr = hoist.addr("tls");
-    let out = s_client(addr, &["-tls1_2", "-cipher", "ECDHE-RSA-AES256-GCM-SHA384"], "/");
-    assert!(out.contains("Cipher is ECDHE-RSA-AES256-GCM-SHA384"), "{out}");
-    let out = s_client(addr, &["-tls1_2", "-cipher", "ECDHE-RSA-CHACHA20-POLY1305"], "/");
-    assert!(!out.contains("hello from hoist"), "chacha must be refused: {out}");
+    let out = s_client(
+        addr,
+        &["-tls1_2", "-cipher", "ECDHE-RSA-AES256-GCM-SHA384"],
+        "/",
+    );
+    assert!(
+        out.contains("Cipher is ECDHE-RSA-AES256-GCM-SHA384"),
+        "{out}"
+    );
+    let out = s_client(
+        addr,
+        &["-tls1_2", "-cipher", "ECDHE-RSA-CHACHA20-POLY1305"],
+        "/",
+    );
+    assert!(
+        !out.contains("hello from hoist"),
+        "chacha must be refused: {out}"
+    );
     let out = s_client(addr, &["-tls1_3"], "/");
-    assert!(!out.contains("hello from hoist"), "TLS 1.3 must be refused: {out}");
+    assert!(
+        !out.contains("hello from hoist"),
+        "TLS 1.3 must be refused: {out}"
+    );
     let scope = "listener.127.0.0.1_0.ssl.";
     assert_eq!(hoist.stat(&format!("{scope}connection_error")), 2);
 }
@@ -82,9 +129,16 @@ fn ecdsa_ciphers() {
     let (cfg, _) = listener_yaml(&dir, &cert, "");
     let hoist = Hoist::start(&cfg, &[]);
     let addr = hoist.addr("tls");
-    for cipher in ["ECDHE-ECDSA-AES128-GCM-SHA256", "ECDHE-ECDSA-AES256-GCM-SHA384", "ECDHE-ECDSA-CHACHA20-POLY1305"] {
+    for cipher in [
+        "ECDHE-ECDSA-AES128-GCM-SHA256",
+        "ECDHE-ECDSA-AES256-GCM-SHA384",
+        "ECDHE-ECDSA-CHACHA20-POLY1305",
+    ] {
         let out = s_client(addr, &["-tls1_2", "-cipher", cipher], "/");
-        assert!(out.contains(&format!("Cipher is {cipher}")), "{cipher}: {out}");
+        assert!(
+            out.contains(&format!("Cipher is {cipher}")),
+            "{cipher}: {out}"
+        );
         assert!(out.contains("hello from hoist"), "{out}");
     }
 }
@@ -99,11 +153,31 @@ fn curl_verifies_the_certificate_and_bodies_are_exact() {
     let resolve = format!("localhost:{}:127.0.0.1", hoist.addr("tls").port());
     // No trust anchor: curl refuses the self-signed certificate (exit 60).
     let out = curl(&["--resolve", &resolve, "-o", "/dev/null", &url]);
-    assert_eq!(out.status.code(), Some(60), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(
+        out.status.code(),
+        Some(60),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let out_file = dir.path("got");
-    let out = curl(&["--resolve", &resolve, "--cacert", cert.cert.to_str().unwrap(), "-o", out_file.to_str().unwrap(), &url]);
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    assert_eq!(sha256_hex(&std::fs::read(out_file).unwrap()), sha256_hex(&std::fs::read(body).unwrap()));
+    let out = curl(&[
+        "--resolve",
+        &resolve,
+        "--cacert",
+        cert.cert.to_str().unwrap(),
+        "-o",
+        out_file.to_str().unwrap(),
+        &url,
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(
+        sha256_hex(&std::fs::read(out_file).unwrap()),
+        sha256_hex(&std::fs::read(body).unwrap())
+    );
 }
 
 #[test]
@@ -152,17 +226,23 @@ fn sni_selects_the_filter_chain_and_certificate() {
     let hoist = Hoist::start(&cfg, &[]);
     let addr = hoist.addr("sni");
     let out = s_client(addr, &["-servername", "a.test"], "/");
-    assert!(out.contains("CN = a.test") || out.contains("CN=a.test"), "{out}");
+    assert!(
+        out.contains("CN = a.test") || out.contains("CN=a.test"),
+        "{out}"
+    );
     assert!(out.contains("chain a"), "{out}");
     for name in ["b.test", "www.b.test"] {
         let out = s_client(addr, &["-servername", name], "/");
-        assert!(out.contains("CN = b.test") || out.contains("CN=b.test"), "{name}: {out}");
+        assert!(
+            out.contains("CN = b.test") || out.contains("CN=b.test"),
+            "{name}: {out}"
+        );
         assert!(out.contains("chain b"), "{out}");
     }
     // No chain matches: the connection is closed and counted.
     let out = s_client(addr, &["-servername", "c.test"], "/");
     assert!(!out.contains("chain "), "{out}");
-    assert_eq!(hoist.stat(&"listener.127.0.0.1_0.no_filter_chain_match"), 1);
+    assert_eq!(hoist.stat("listener.127.0.0.1_0.no_filter_chain_match"), 1);
     assert_eq!(hoist.stat("http.chain_b.downstream_rq_2xx"), 2);
 }
 
@@ -177,11 +257,22 @@ fn alpn_negotiates_h2_and_http11() {
     assert!(out.contains("ALPN protocol: h2"), "{out}");
     let url = format!("https://{addr}/");
     let out = curl(&["-k", "--http2", "-w", "%{http_version}\n", &url]);
-    assert!(String::from_utf8_lossy(&out.stdout).ends_with("hello from hoist\n2\n"), "{:?}", out);
+    assert!(
+        String::from_utf8_lossy(&out.stdout).ends_with("hello from hoist\n2\n"),
+        "{:?}",
+        out
+    );
     let out = curl(&["-k", "--http1.1", "-w", "%{http_version}\n", &url]);
-    assert!(String::from_utf8_lossy(&out.stdout).ends_with("hello from hoist\n1.1\n"), "{:?}", out);
+    assert!(
+        String::from_utf8_lossy(&out.stdout).ends_with("hello from hoist\n1.1\n"),
+        "{:?}",
+        out
+    );
     // s_client negotiated h2 too (and then spoke HTTP/1.1 on it), so two h2 connections.
-    assert_eq!(hoist.stat("http.ingress_https.downstream_cx_http2_total"), 2);
+    assert_eq!(
+        hoist.stat("http.ingress_https.downstream_cx_http2_total"),
+        2
+    );
 }
 
 #[test]
@@ -193,7 +284,10 @@ fn garbage_and_plaintext_on_a_tls_port_end_in_a_clean_close_and_a_stat() {
     let addr = hoist.addr("tls");
     // Plain HTTP to a TLS port.
     let raw = raw_exchange(addr, b"GET / HTTP/1.1\r\nHost: a\r\n\r\n");
-    assert!(!String::from_utf8_lossy(&raw).contains("hello"), "no plaintext answer");
+    assert!(
+        !String::from_utf8_lossy(&raw).contains("hello"),
+        "no plaintext answer"
+    );
     // A TLS record header announcing a handshake, then junk.
     let mut junk = vec![0x16, 0x03, 0x01, 0x00, 0x40];
     junk.extend((0..64u8).map(|i| i.wrapping_mul(37)));

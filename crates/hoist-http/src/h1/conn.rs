@@ -120,6 +120,35 @@ impl<T: Transport> H1Conn<T> {
         }
     }
 
+    /// Waits until the first bytes of the next request are buffered, so a caller can tell an
+    /// idle keep-alive connection (idle timeout) from a slow request head (headers timeout).
+    /// Ok(false): the peer closed, or the connection is closing. Drains what the caller left
+    /// of the previous body first, like [`read_request`](Self::read_request).
+    ///
+    /// Cancellation-safe.
+    pub async fn wait_for_request(&mut self) -> Result<bool, H1Error> {
+        if self.closing {
+            return Ok(false);
+        }
+        if !self.body.is_done() {
+            if self.body_unsolicited() {
+                self.closing = true;
+                return Ok(false);
+            }
+            while self.skip_body_piece().await? != 0 {}
+        }
+        loop {
+            // Stray line breaks between requests are not the start of one (RFC 9112 §2.2).
+            if self.buf.iter().any(|&b| b != b'\r' && b != b'\n') {
+                return Ok(true);
+            }
+            if self.fill(HEAD_READ).await? == 0 {
+                self.closing = true;
+                return Ok(false);
+            }
+        }
+    }
+
     /// The framing facts of the current request.
     pub fn request_info(&self) -> &RequestInfo {
         &self.info

@@ -12,7 +12,10 @@ use crate::server::ServerState;
 pub fn certs(state: &ServerState) -> Value {
     let mut out = Vec::new();
     for listener in &state.bootstrap.listeners {
-        let chains = listener.filter_chains.iter().chain(listener.default_filter_chain.iter());
+        let chains = listener
+            .filter_chains
+            .iter()
+            .chain(listener.default_filter_chain.iter());
         for chain in chains {
             let Some(tls) = &chain.tls else { continue };
             let ca: Vec<Value> = tls

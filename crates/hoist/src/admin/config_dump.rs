@@ -5,7 +5,13 @@ use serde_json::{json, Map, Value};
 use crate::server::ServerState;
 
 /// Keys whose DataSource contents are secret wherever they appear (Envoy redacts these).
-const SECRET_KEYS: &[&str] = &["private_key", "password", "session_ticket_keys", "hmac_secret", "secret"];
+const SECRET_KEYS: &[&str] = &[
+    "private_key",
+    "password",
+    "session_ticket_keys",
+    "hmac_secret",
+    "secret",
+];
 
 pub fn dump(state: &ServerState) -> Value {
     let mut bootstrap = state.bootstrap.source.clone();
@@ -22,7 +28,9 @@ pub fn dump(state: &ServerState) -> Value {
                         let mut with_type = Map::new();
                         with_type.insert(
                             "@type".into(),
-                            Value::String("type.googleapis.com/envoy.config.listener.v3.Listener".into()),
+                            Value::String(
+                                "type.googleapis.com/envoy.config.listener.v3.Listener".into(),
+                            ),
                         );
                         with_type.extend(std::mem::take(obj));
                         *obj = with_type;
@@ -58,7 +66,10 @@ fn redact(v: &mut Value, inside_secret: bool) {
         Value::Object(map) => {
             for (k, child) in map.iter_mut() {
                 let secret = inside_secret || SECRET_KEYS.contains(&k.as_str());
-                let is_inline = matches!(k.as_str(), "inline_string" | "inline_bytes" | "inlineString" | "inlineBytes");
+                let is_inline = matches!(
+                    k.as_str(),
+                    "inline_string" | "inline_bytes" | "inlineString" | "inlineBytes"
+                );
                 if secret && is_inline {
                     *child = Value::String("[redacted]".into());
                 } else {
@@ -91,9 +102,21 @@ mod tests {
             "session_ticket_keys": {"keys": [{"inline_bytes": "AAAA"}]}
         });
         redact(&mut v, false);
-        assert_eq!(v["tls_certificates"][0]["certificate_chain"]["inline_string"], "CERT");
-        assert_eq!(v["tls_certificates"][0]["private_key"]["inline_string"], "[redacted]");
-        assert_eq!(v["tls_certificates"][1]["private_key"]["filename"], "/etc/key.pem");
-        assert_eq!(v["session_ticket_keys"]["keys"][0]["inline_bytes"], "[redacted]");
+        assert_eq!(
+            v["tls_certificates"][0]["certificate_chain"]["inline_string"],
+            "CERT"
+        );
+        assert_eq!(
+            v["tls_certificates"][0]["private_key"]["inline_string"],
+            "[redacted]"
+        );
+        assert_eq!(
+            v["tls_certificates"][1]["private_key"]["filename"],
+            "/etc/key.pem"
+        );
+        assert_eq!(
+            v["session_ticket_keys"]["keys"][0]["inline_bytes"],
+            "[redacted]"
+        );
     }
 }

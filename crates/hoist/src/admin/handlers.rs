@@ -20,7 +20,10 @@ impl Query<'_> {
     }
 
     fn get(&self, key: &str) -> Option<&str> {
-        self.pairs.iter().find(|(k, _)| k == key).map(|(_, v)| v.as_str())
+        self.pairs
+            .iter()
+            .find(|(k, _)| k == key)
+            .map(|(_, v)| v.as_str())
     }
 }
 
@@ -33,21 +36,96 @@ struct Endpoint {
 }
 
 const ENDPOINTS: &[Endpoint] = &[
-    Endpoint { path: "/certs", help: "print certs on machine", mutates: false, handler: certs },
-    Endpoint { path: "/clusters", help: "upstream cluster status", mutates: false, handler: clusters },
-    Endpoint { path: "/config_dump", help: "dump current Envoy configs (private keys redacted)", mutates: false, handler: config_dump },
-    Endpoint { path: "/drain_listeners", help: "drain listeners (stop accepting new connections)", mutates: true, handler: drain_listeners },
-    Endpoint { path: "/healthcheck/fail", help: "cause the server to fail health checks", mutates: true, handler: healthcheck_fail },
-    Endpoint { path: "/healthcheck/ok", help: "cause the server to pass health checks", mutates: true, handler: healthcheck_ok },
-    Endpoint { path: "/help", help: "print out list of admin commands", mutates: false, handler: help },
-    Endpoint { path: "/listeners", help: "print listener info", mutates: false, handler: listeners },
-    Endpoint { path: "/logging", help: "query/change logging levels (?level=<level>)", mutates: true, handler: logging },
-    Endpoint { path: "/quitquitquit", help: "exit the server (after draining in-flight requests)", mutates: true, handler: quit },
-    Endpoint { path: "/ready", help: "print server state, return 200 if LIVE, otherwise return 503", mutates: false, handler: ready },
-    Endpoint { path: "/reset_counters", help: "reset all counters to zero", mutates: true, handler: reset_counters },
-    Endpoint { path: "/server_info", help: "print server version/status information", mutates: false, handler: server_info },
-    Endpoint { path: "/stats", help: "print server stats (?filter=<regex>, ?format=json|prometheus, ?usedonly, ?type=)", mutates: false, handler: stats },
-    Endpoint { path: "/stats/prometheus", help: "print server stats in prometheus format", mutates: false, handler: stats_prometheus },
+    Endpoint {
+        path: "/certs",
+        help: "print certs on machine",
+        mutates: false,
+        handler: certs,
+    },
+    Endpoint {
+        path: "/clusters",
+        help: "upstream cluster status",
+        mutates: false,
+        handler: clusters,
+    },
+    Endpoint {
+        path: "/config_dump",
+        help: "dump current Envoy configs (private keys redacted)",
+        mutates: false,
+        handler: config_dump,
+    },
+    Endpoint {
+        path: "/drain_listeners",
+        help: "drain listeners (stop accepting new connections)",
+        mutates: true,
+        handler: drain_listeners,
+    },
+    Endpoint {
+        path: "/healthcheck/fail",
+        help: "cause the server to fail health checks",
+        mutates: true,
+        handler: healthcheck_fail,
+    },
+    Endpoint {
+        path: "/healthcheck/ok",
+        help: "cause the server to pass health checks",
+        mutates: true,
+        handler: healthcheck_ok,
+    },
+    Endpoint {
+        path: "/help",
+        help: "print out list of admin commands",
+        mutates: false,
+        handler: help,
+    },
+    Endpoint {
+        path: "/listeners",
+        help: "print listener info",
+        mutates: false,
+        handler: listeners,
+    },
+    Endpoint {
+        path: "/logging",
+        help: "query/change logging levels (?level=<level>)",
+        mutates: true,
+        handler: logging,
+    },
+    Endpoint {
+        path: "/quitquitquit",
+        help: "exit the server (after draining in-flight requests)",
+        mutates: true,
+        handler: quit,
+    },
+    Endpoint {
+        path: "/ready",
+        help: "print server state, return 200 if LIVE, otherwise return 503",
+        mutates: false,
+        handler: ready,
+    },
+    Endpoint {
+        path: "/reset_counters",
+        help: "reset all counters to zero",
+        mutates: true,
+        handler: reset_counters,
+    },
+    Endpoint {
+        path: "/server_info",
+        help: "print server version/status information",
+        mutates: false,
+        handler: server_info,
+    },
+    Endpoint {
+        path: "/stats",
+        help: "print server stats (?filter=<regex>, ?format=json|prometheus, ?usedonly, ?type=)",
+        mutates: false,
+        handler: stats,
+    },
+    Endpoint {
+        path: "/stats/prometheus",
+        help: "print server stats in prometheus format",
+        mutates: false,
+        handler: stats_prometheus,
+    },
 ];
 
 pub fn dispatch(state: &ServerState, head: &RequestHead) -> AdminResponse {
@@ -58,13 +136,21 @@ pub fn dispatch(state: &ServerState, head: &RequestHead) -> AdminResponse {
     };
     let path = if path == "/" { "/help" } else { path };
     let Some(ep) = ENDPOINTS.iter().find(|e| e.path == path) else {
-        return AdminResponse::text(404, format!("invalid path. admin commands are:\n{}", help_text()));
+        return AdminResponse::text(
+            404,
+            format!("invalid path. admin commands are:\n{}", help_text()),
+        );
     };
     let method = &head.method;
     if ep.mutates && method != http::Method::POST {
-        return AdminResponse::text(400, format!("Method {method} not allowed, POST required.\n"));
+        return AdminResponse::text(
+            400,
+            format!("Method {method} not allowed, POST required.\n"),
+        );
     }
-    if !ep.mutates && !(method == http::Method::GET || method == http::Method::HEAD || method == http::Method::POST) {
+    let read_only =
+        method == http::Method::GET || method == http::Method::HEAD || method == http::Method::POST;
+    if !ep.mutates && !read_only {
         return AdminResponse::text(400, format!("Method {method} not allowed.\n"));
     }
     (ep.handler)(state, &query)
@@ -134,7 +220,10 @@ fn logging(_: &ServerState, q: &Query<'_>) -> AdminResponse {
             format!("error: hoist has one logger; use ?level=<level> (got \"{k}\")\n"),
         );
     }
-    AdminResponse::text(200, format!("active loggers:\n  hoist: {}\n", crate::logging::level()))
+    AdminResponse::text(
+        200,
+        format!("active loggers:\n  hoist: {}\n", crate::logging::level()),
+    )
 }
 
 fn clusters(_: &ServerState, q: &Query<'_>) -> AdminResponse {
@@ -210,7 +299,11 @@ fn stats_prometheus(state: &ServerState, q: &Query<'_>) -> AdminResponse {
     render_stats(state, q.raw, Some(hoist_stats::StatsFormat::Prometheus))
 }
 
-fn render_stats(state: &ServerState, raw_query: &str, format: Option<hoist_stats::StatsFormat>) -> AdminResponse {
+fn render_stats(
+    state: &ServerState,
+    raw_query: &str,
+    format: Option<hoist_stats::StatsFormat>,
+) -> AdminResponse {
     let mut params = match hoist_stats::StatsParams::from_query(raw_query) {
         Ok(p) => p,
         Err(e) => return AdminResponse::text(400, e),

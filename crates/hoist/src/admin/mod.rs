@@ -89,11 +89,21 @@ async fn connection(state: Arc<ServerState>, tcp: TcpStream) {
         }
         let response = handlers::dispatch(&state, &head);
         let mut rh = ResponseHead::new(response.status);
-        rh.headers.insert(header::CONTENT_TYPE, HeaderValue::from_static(response.content_type));
-        rh.headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache, max-age=0"));
-        rh.headers.insert("x-content-type-options", HeaderValue::from_static("nosniff"));
+        rh.headers.insert(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static(response.content_type),
+        );
+        rh.headers.insert(
+            header::CACHE_CONTROL,
+            HeaderValue::from_static("no-cache, max-age=0"),
+        );
+        rh.headers.insert(
+            "x-content-type-options",
+            HeaderValue::from_static("nosniff"),
+        );
         rh.headers.insert(header::DATE, crate::date::date_header());
-        rh.headers.insert(header::SERVER, HeaderValue::from_static("envoy"));
+        rh.headers
+            .insert(header::SERVER, HeaderValue::from_static("envoy"));
         let is_head = head.method == http::Method::HEAD;
         let body = Body::Bytes(response.body);
         let written = conn.write_response(&rh, &body, is_head, !keep_alive).await;
@@ -148,7 +158,9 @@ mod tests {
 
     #[test]
     fn query_decoding() {
-        let q = parse_query(Some("filter=ssl%5C.ciphers&usedonly&format=json&x=a+b&bad=%zz&end=%4"));
+        let q = parse_query(Some(
+            "filter=ssl%5C.ciphers&usedonly&format=json&x=a+b&bad=%zz&end=%4",
+        ));
         assert_eq!(
             q,
             vec![

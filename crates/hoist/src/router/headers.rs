@@ -35,10 +35,6 @@ impl ResponseMutations {
         Ok(ResponseMutations { add, remove })
     }
 
-    pub fn is_empty(&self) -> bool {
-        self.add.is_empty() && self.remove.is_empty()
-    }
-
     /// Removes first, then adds, as Envoy's HeaderParser does.
     pub fn apply(&self, headers: &mut HeaderMap) {
         for name in &self.remove {
@@ -135,6 +131,8 @@ mod tests {
             ..Default::default()
         };
         let e = ResponseMutations::compile(&m, "routes[0]").unwrap_err();
-        assert!(e.to_string().starts_with("routes[0]: invalid value for header \"x-a\""));
+        assert!(e
+            .to_string()
+            .starts_with("routes[0]: invalid value for header \"x-a\""));
     }
 }

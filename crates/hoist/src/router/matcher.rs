@@ -84,9 +84,9 @@ fn header_matches(h: &HeaderMatcher, input: &MatchInput<'_>) -> bool {
         // A missing header never matches a value matcher, even inverted (Envoy semantics).
         (_, None) => return false,
         (HeaderMatchSpec::String(sm), Some(v)) => sm.matches(v),
-        (HeaderMatchSpec::Range { start, end }, Some(v)) => v
-            .parse::<i64>()
-            .is_ok_and(|n| n >= *start && n < *end),
+        (HeaderMatchSpec::Range { start, end }, Some(v)) => {
+            v.parse::<i64>().is_ok_and(|n| n >= *start && n < *end)
+        }
     };
     matched != h.invert_match
 }
@@ -138,7 +138,13 @@ mod tests {
 
     fn check(m: &RouteMatch, path: &str) -> bool {
         let h = head(path);
-        route_matches(m, &MatchInput { head: &h, scheme: "https" })
+        route_matches(
+            m,
+            &MatchInput {
+                head: &h,
+                scheme: "https",
+            },
+        )
     }
 
     #[test]
@@ -186,12 +192,23 @@ mod tests {
         m.headers = vec![hm(":method", exact("POST"), true)];
         assert!(check(&m, "/"));
         m.headers = vec![hm("x-missing", exact("v"), true)];
-        assert!(!check(&m, "/"), "inverted matcher on a missing header does not match");
+        assert!(
+            !check(&m, "/"),
+            "inverted matcher on a missing header does not match"
+        );
         m.headers = vec![hm("x-missing", HeaderMatchSpec::Present(false), false)];
         assert!(check(&m, "/"));
-        m.headers = vec![hm("x-n", HeaderMatchSpec::Range { start: 40, end: 43 }, false)];
+        m.headers = vec![hm(
+            "x-n",
+            HeaderMatchSpec::Range { start: 40, end: 43 },
+            false,
+        )];
         assert!(check(&m, "/"));
-        m.headers = vec![hm("x-n", HeaderMatchSpec::Range { start: 40, end: 42 }, false)];
+        m.headers = vec![hm(
+            "x-n",
+            HeaderMatchSpec::Range { start: 40, end: 42 },
+            false,
+        )];
         assert!(!check(&m, "/"));
     }
 

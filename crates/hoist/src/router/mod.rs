@@ -82,8 +82,12 @@ impl Router {
                 }
             }
         }
-        router.suffix_wildcards.sort_by_key(|(s, _)| std::cmp::Reverse(s.len()));
-        router.prefix_wildcards.sort_by_key(|(s, _)| std::cmp::Reverse(s.len()));
+        router
+            .suffix_wildcards
+            .sort_by_key(|(s, _)| std::cmp::Reverse(s.len()));
+        router
+            .prefix_wildcards
+            .sort_by_key(|(s, _)| std::cmp::Reverse(s.len()));
         Ok(Arc::new(router))
     }
 
@@ -213,7 +217,11 @@ mod tests {
         assert_eq!(name(Some("api.other.org")), "prefix");
         assert_eq!(name(Some("example.com:10443")), "port");
         assert_eq!(name(Some("example.com")), "any");
-        assert_eq!(name(Some(".example.com")), "any", "a wildcard stands for one char or more");
+        assert_eq!(
+            name(Some(".example.com")),
+            "any",
+            "a wildcard stands for one char or more"
+        );
         assert_eq!(name(None), "any");
     }
 }

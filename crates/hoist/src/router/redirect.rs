@@ -3,7 +3,13 @@
 use hoist_config::model::{PathMatch, Redirect, RedirectPath};
 
 /// `matched` is the route's path matcher (a `prefix_rewrite` replaces the matched prefix).
-pub fn location(r: &Redirect, matched: &PathMatch, scheme: &str, authority: &str, path: &str) -> String {
+pub fn location(
+    r: &Redirect,
+    matched: &PathMatch,
+    scheme: &str,
+    authority: &str,
+    path: &str,
+) -> String {
     let (host, port) = split_host_port(authority);
     let new_scheme = r.scheme.as_deref().unwrap_or(scheme);
     let host = r.host.as_deref().unwrap_or(host);
@@ -94,7 +100,10 @@ mod tests {
             ..redirect()
         };
         let p = PathMatch::Prefix("/".into());
-        assert_eq!(location(&r, &p, "https", "old:1", "/a?q"), "https://new.example:8443/x");
+        assert_eq!(
+            location(&r, &p, "https", "old:1", "/a?q"),
+            "https://new.example:8443/x"
+        );
     }
 
     #[test]

@@ -1,6 +1,8 @@
 //! Shared helpers for the integration tests: start the real hoist binary on a configuration,
 //! find its ports, drive it with real peers (curl, openssl), and stop it.
 #![allow(dead_code)]
+// Test helpers: a failed unwrap here is a failed test.
+#![allow(clippy::unwrap_used)]
 
 use std::collections::HashMap;
 use std::io::{BufRead, BufReader, Read, Write};
@@ -107,7 +109,10 @@ impl Hoist {
                 Err(_) => {
                     let _ = h.child.kill();
                     let err: Vec<String> = h.stderr_rx.try_iter().collect();
-                    panic!("hoist did not print its banner; stdout={:?} stderr={err:?}", h.stdout);
+                    panic!(
+                        "hoist did not print its banner; stdout={:?} stderr={err:?}",
+                        h.stdout
+                    );
                 }
             }
         }
@@ -132,7 +137,10 @@ impl Hoist {
     }
 
     pub fn addr(&self, listener: &str) -> SocketAddr {
-        *self.listeners.get(listener).unwrap_or_else(|| panic!("no listener {listener}: {:?}", self.listeners))
+        *self
+            .listeners
+            .get(listener)
+            .unwrap_or_else(|| panic!("no listener {listener}: {:?}", self.listeners))
     }
 
     pub fn admin_get(&self, path: &str) -> (u16, String) {
@@ -154,7 +162,10 @@ impl Hoist {
 
     /// Sends SIGTERM and waits for the exit status (panics after `limit`).
     pub fn terminate(&mut self, limit: Duration) -> std::process::ExitStatus {
-        let _ = Command::new("kill").arg("-TERM").arg(self.child.id().to_string()).status();
+        let _ = Command::new("kill")
+            .arg("-TERM")
+            .arg(self.child.id().to_string())
+            .status();
         self.wait(limit)
     }
 
@@ -186,7 +197,13 @@ impl Drop for Hoist {
 
 pub fn regex_escape(s: &str) -> String {
     s.chars()
-        .map(|c| if c.is_ascii_alphanumeric() || c == '_' { c.to_string() } else { format!("\\{c}") })
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '_' {
+                c.to_string()
+            } else {
+                format!("\\{c}")
+            }
+        })
         .collect()
 }
 
@@ -195,7 +212,10 @@ pub fn http_request(addr: SocketAddr, method: &str, path: &str) -> (u16, String)
     let raw = raw_exchange(addr, format!("{method} {path} HTTP/1.1\r\nHost: test\r\nConnection: close\r\nContent-Length: 0\r\n\r\n").as_bytes());
     let text = String::from_utf8_lossy(&raw).into_owned();
     let status = text.get(9..12).and_then(|s| s.parse().ok()).unwrap_or(0);
-    let body = text.split_once("\r\n\r\n").map(|(_, b)| b.to_string()).unwrap_or_default();
+    let body = text
+        .split_once("\r\n\r\n")
+        .map(|(_, b)| b.to_string())
+        .unwrap_or_default();
     (status, body)
 }
 
@@ -234,10 +254,21 @@ pub fn rsa_cert(dir: &TempDir, name: &str, cn: &str, bits: u32) -> Cert {
     let cert = dir.path(&format!("{name}.crt"));
     let key = dir.path(&format!("{name}.key"));
     let status = Command::new("openssl")
-        .args(["req", "-x509", "-newkey", &format!("rsa:{bits}"), "-nodes", "-days", "30", "-subj"])
+        .args([
+            "req",
+            "-x509",
+            "-newkey",
+            &format!("rsa:{bits}"),
+            "-nodes",
+            "-days",
+            "30",
+            "-subj",
+        ])
         .arg(format!("/CN={cn}"))
         .arg("-addext")
-        .arg(format!("subjectAltName=DNS:{cn},DNS:localhost,IP:127.0.0.1"))
+        .arg(format!(
+            "subjectAltName=DNS:{cn},DNS:localhost,IP:127.0.0.1"
+        ))
         .arg("-keyout")
         .arg(&key)
         .arg("-out")
@@ -251,8 +282,11 @@ pub fn rsa_cert(dir: &TempDir, name: &str, cn: &str, bits: u32) -> Cert {
 }
 
 pub fn ecdsa_cert(dir: &TempDir, name: &str, cn: &str) -> Cert {
-    let mut params = rcgen::CertificateParams::new(vec![cn.to_string(), "localhost".to_string()]).unwrap();
-    params.distinguished_name.push(rcgen::DnType::CommonName, cn);
+    let mut params =
+        rcgen::CertificateParams::new(vec![cn.to_string(), "localhost".to_string()]).unwrap();
+    params
+        .distinguished_name
+        .push(rcgen::DnType::CommonName, cn);
     let key = rcgen::KeyPair::generate_for(&rcgen::PKCS_ECDSA_P256_SHA256).unwrap();
     let c = params.self_signed(&key).unwrap();
     Cert {
@@ -316,7 +350,12 @@ pub fn bootstrap(listeners: &str) -> String {
 }
 
 /// A plaintext listener on an ephemeral port serving `routes`.
-pub fn plain_listener(name: &str, stat_prefix: &str, routes: &[(&str, &Path)], hcm_extra: &str) -> String {
+pub fn plain_listener(
+    name: &str,
+    stat_prefix: &str,
+    routes: &[(&str, &Path)],
+    hcm_extra: &str,
+) -> String {
     format!(
         "  - name: {name}\n    address: {{socket_address: {{address: 127.0.0.1, port_value: 0}}}}\n    filter_chains:\n    - filters:\n{}",
         hcm_yaml(6, stat_prefix, routes, hcm_extra)
