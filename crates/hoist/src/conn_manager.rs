@@ -12,7 +12,8 @@ use hoist_http::h1::H1Limits;
 use hoist_http::{Body, RequestHead, ResponseHead};
 use http::header::{self, HeaderValue};
 
-use crate::access_log::{AccessLogger, ResponseFlags};
+use crate::access_log::{AccessLogger, LogContext, ResponseFlags};
+use crate::connection::ConnInfo;
 use crate::date::date_header;
 use crate::router::{Action, MatchInput, Router};
 
@@ -93,8 +94,9 @@ impl HcmRuntime {
         }))
     }
 
-    /// Routes the request and builds the response. `scheme` is "https" on TLS connections.
-    pub fn respond(&self, head: &RequestHead, scheme: &str) -> Reply {
+    /// Routes the request and builds the response.
+    pub fn respond(&self, head: &RequestHead, conn: &ConnInfo) -> Reply {
+        let scheme = conn.scheme();
         let Some(vh) = self.router.virtual_host(head.authority.as_deref()) else {
             return self.local_reply(
                 404,
@@ -164,9 +166,21 @@ impl HcmRuntime {
             }
         };
         // Envoy applies the most specific level first, so the outer levels win on overwrite.
-        route.response_headers.apply(&mut response.headers);
-        vh.response_headers.apply(&mut response.headers);
-        self.router.response_headers.apply(&mut response.headers);
+        let levels = [
+            &route.response_headers,
+            &vh.response_headers,
+            &self.router.response_headers,
+        ];
+        if levels.iter().any(|l| l.needs_context()) {
+            let ctx = header_context(head, conn, response.status);
+            for level in levels {
+                level.apply(&mut response.headers, Some(&ctx));
+            }
+        } else {
+            for level in levels {
+                level.apply(&mut response.headers, None);
+            }
+        }
         self.finalize(&mut response);
         let route_name: Option<Arc<str>> =
             (!route.name.is_empty()).then(|| Arc::from(route.name.as_str()));
@@ -212,5 +226,25 @@ impl HcmRuntime {
             head.headers
                 .insert(header::SERVER, self.server_name.clone());
         }
+    }
+}
+
+/// What a `%COMMAND%` in a response header value can see: the request, the connection and
+/// the status being sent.
+fn header_context<'a>(head: &'a RequestHead, conn: &'a ConnInfo, status: u16) -> LogContext<'a> {
+    LogContext {
+        method: Some(head.method.as_str()),
+        path: Some(head.path.as_str()),
+        authority: head.authority.as_deref(),
+        scheme: Some(conn.scheme()),
+        protocol: Some(head.version.as_str()),
+        request_headers: Some(&head.headers),
+        response_code: Some(status),
+        downstream_remote: Some(conn.remote),
+        downstream_direct_remote: Some(conn.remote),
+        downstream_local: Some(conn.local),
+        tls: conn.tls.as_ref(),
+        connection_id: Some(conn.id),
+        ..LogContext::new(std::time::SystemTime::now())
     }
 }

@@ -121,7 +121,7 @@ pub async fn serve<T: Transport>(
             refuse(&mut conn, abort, hcm, info, Some(&head), start, start_wall).await;
             break;
         }
-        let reply = hcm.rt.respond(&head, info.scheme());
+        let reply = hcm.rt.respond(&head, info);
         hcm.count_outcome(reply.outcome);
         let keep_alive = conn.request_info().keep_alive;
         let drain_close = worker.state.drain_close();

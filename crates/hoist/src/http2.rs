@@ -201,7 +201,7 @@ async fn exchange(
         headers: parts.headers,
     };
     hcm.prepare_request(&mut head, info);
-    let reply = hcm.rt.respond(&head, info.scheme());
+    let reply = hcm.rt.respond(&head, info);
     hcm.count_outcome(reply.outcome);
     let is_head = head.method == http::Method::HEAD;
     let mut response = http::Response::new(());

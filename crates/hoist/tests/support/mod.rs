@@ -63,7 +63,12 @@ impl Hoist {
     }
 
     pub fn start_args(args: &[&str]) -> Hoist {
-        let mut child = Command::new(BIN)
+        Hoist::start_cmd(Command::new(BIN), args)
+    }
+
+    /// Starts hoist from a prepared command (working directory, environment) with `args`.
+    pub fn start_cmd(mut cmd: Command, args: &[&str]) -> Hoist {
+        let mut child = cmd
             .args(args)
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
