@@ -1,5 +1,7 @@
 //! The server against `openssl s_client`: versions, the six TLS 1.2 suites, certificate
 //! selection, ALPN, client certificates, resumption, KeyUpdate.
+// Helpers outside #[test] functions may unwrap too: a panic here is a failed test.
+#![allow(clippy::unwrap_used)]
 
 mod common;
 
@@ -23,8 +25,16 @@ fn tls12_each_default_cipher() {
         assert_eq!(info["cipher"], name);
         assert!(out.contains(&format!("Cipher is {name}")), "{out}");
         // The key type follows the suite: RSA suites get the RSA certificate.
-        let want_sig = if name.contains("RSA") { "rsa_" } else { "ecdsa_" };
-        assert!(info["sigalg"].starts_with(want_sig), "{name}: {:?}", info["sigalg"]);
+        let want_sig = if name.contains("RSA") {
+            "rsa_"
+        } else {
+            "ecdsa_"
+        };
+        assert!(
+            info["sigalg"].starts_with(want_sig),
+            "{name}: {:?}",
+            info["sigalg"]
+        );
     }
 }
 
@@ -43,7 +53,15 @@ fn tls13_with_server_preference() {
 
     let (ok, out, _) = s_client(
         &server,
-        &["-tls1_3", "-ciphersuites", "TLS_CHACHA20_POLY1305_SHA256", "-groups", "P-256", "-sigalgs", "rsa_pss_rsae_sha256"],
+        &[
+            "-tls1_3",
+            "-ciphersuites",
+            "TLS_CHACHA20_POLY1305_SHA256",
+            "-groups",
+            "P-256",
+            "-sigalgs",
+            "rsa_pss_rsae_sha256",
+        ],
         "INFO\nQUIT\n",
     );
     assert!(ok);
@@ -96,15 +114,27 @@ fn cipher_not_allowed_fails_the_handshake() {
     ctx.tls_params.max_version = TlsVersion::Tls1_2;
     ctx.tls_params.cipher_suites = vec![vec![CipherSuite::EcdheRsaAes128GcmSha256]];
     let server = TestServer::start(&ctx);
-    let (ok, out, _) = s_client(&server, &["-tls1_2", "-cipher", "ECDHE-RSA-AES256-GCM-SHA384"], "INFO\nQUIT\n");
+    let (ok, out, _) = s_client(
+        &server,
+        &["-tls1_2", "-cipher", "ECDHE-RSA-AES256-GCM-SHA384"],
+        "INFO\nQUIT\n",
+    );
     assert!(!ok, "{out}");
     assert!(!out.contains("version="));
-    let e = server.events.wait_for("handshake failure", |e| matches!(e, Event::HandshakeFailed { .. }));
-    let Event::HandshakeFailed { reason, .. } = e else { unreachable!() };
+    let e = server.events.wait_for("handshake failure", |e| {
+        matches!(e, Event::HandshakeFailed { .. })
+    });
+    let Event::HandshakeFailed { reason, .. } = e else {
+        unreachable!()
+    };
     assert_eq!(reason, "no_shared_cipher");
 
     // The allowed one works, and only with the RSA certificate.
-    let (ok, out, _) = s_client(&server, &["-tls1_2", "-cipher", "ECDHE-RSA-AES128-GCM-SHA256"], "INFO\nQUIT\n");
+    let (ok, out, _) = s_client(
+        &server,
+        &["-tls1_2", "-cipher", "ECDHE-RSA-AES128-GCM-SHA256"],
+        "INFO\nQUIT\n",
+    );
     assert!(ok);
     assert_eq!(parse_info(&out)["cipher"], "ECDHE-RSA-AES128-GCM-SHA256");
 }
@@ -113,7 +143,10 @@ fn cipher_not_allowed_fails_the_handshake() {
 fn cipher_groups_keep_written_order() {
     let mut ctx = tls12_ctx();
     ctx.tls_params.cipher_suites = vec![
-        vec![CipherSuite::EcdheEcdsaAes256GcmSha384, CipherSuite::EcdheEcdsaChacha20Poly1305],
+        vec![
+            CipherSuite::EcdheEcdsaAes256GcmSha384,
+            CipherSuite::EcdheEcdsaChacha20Poly1305,
+        ],
         vec![CipherSuite::EcdheEcdsaAes128GcmSha256],
     ];
     ctx.tls_params.ecdh_curves = vec![Curve::P256];
@@ -165,7 +198,11 @@ fn client_certificate_required() {
     let cert = p.client.cert.to_str().unwrap();
     let key = p.client.key.to_str().unwrap();
     for version in ["-tls1_2", "-tls1_3"] {
-        let (ok, out, err) = s_client(&server, &[version, "-cert", cert, "-key", key], "INFO\nQUIT\n");
+        let (ok, out, err) = s_client(
+            &server,
+            &[version, "-cert", cert, "-key", key],
+            "INFO\nQUIT\n",
+        );
         assert!(ok, "{err}");
         assert_eq!(parse_info(&out)["subject"], openssl_subject(&p.client.cert));
     }
@@ -173,18 +210,41 @@ fn client_certificate_required() {
     // No certificate.
     let (_, out, _) = s_client(&server, &["-tls1_3"], "INFO\nQUIT\n");
     assert!(!out.contains("version="), "{out}");
-    let e = server.events.wait_for("handshake failure", |e| matches!(e, Event::HandshakeFailed { .. }));
-    assert!(matches!(e, Event::HandshakeFailed { reason: "bad_certificate", .. }), "{e:?}");
+    let e = server.events.wait_for("handshake failure", |e| {
+        matches!(e, Event::HandshakeFailed { .. })
+    });
+    assert!(
+        matches!(
+            e,
+            Event::HandshakeFailed {
+                reason: "bad_certificate",
+                ..
+            }
+        ),
+        "{e:?}"
+    );
 
     // A certificate from the right CA with the wrong SAN.
     let (_, out, _) = s_client(
         &server,
-        &["-tls1_2", "-cert", p.other_client.cert.to_str().unwrap(), "-key", p.other_client.key.to_str().unwrap()],
+        &[
+            "-tls1_2",
+            "-cert",
+            p.other_client.cert.to_str().unwrap(),
+            "-key",
+            p.other_client.key.to_str().unwrap(),
+        ],
         "INFO\nQUIT\n",
     );
     assert!(!out.contains("version="), "{out}");
     server.events.wait_count("second failure", 2, |e| {
-        matches!(e, Event::HandshakeFailed { reason: "bad_certificate", .. })
+        matches!(
+            e,
+            Event::HandshakeFailed {
+                reason: "bad_certificate",
+                ..
+            }
+        )
     });
 }
 
@@ -199,7 +259,12 @@ fn client_certificate_optional() {
     assert_eq!(parse_info(&out)["subject"], "-");
     let (ok, out, _) = s_client(
         &server,
-        &["-cert", p.client.cert.to_str().unwrap(), "-key", p.client.key.to_str().unwrap()],
+        &[
+            "-cert",
+            p.client.cert.to_str().unwrap(),
+            "-key",
+            p.client.key.to_str().unwrap(),
+        ],
         "INFO\nQUIT\n",
     );
     assert!(ok);
@@ -241,7 +306,12 @@ fn resumption_tickets_and_session_ids() {
     let server = TestServer::start(&tls12_ctx());
     assert!(resume(&server, &server, &["-tls1_3"], "t13"));
     assert!(resume(&server, &server, &["-tls1_2"], "t12"));
-    assert!(resume(&server, &server, &["-tls1_2", "-no_ticket"], "t12_id"));
+    assert!(resume(
+        &server,
+        &server,
+        &["-tls1_2", "-no_ticket"],
+        "t12_id"
+    ));
 
     // Tickets off: TLS 1.2 falls back to the session cache; TLS 1.3 resumes statefully.
     let mut ctx = tls12_ctx();
@@ -297,7 +367,10 @@ impl Collector {
     fn wait(&self, what: &str, f: impl Fn(&[u8]) -> bool) {
         let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
         while !f(&self.0.lock().unwrap()) {
-            assert!(std::time::Instant::now() < deadline, "timed out waiting for {what}");
+            assert!(
+                std::time::Instant::now() < deadline,
+                "timed out waiting for {what}"
+            );
             std::thread::sleep(std::time::Duration::from_millis(10));
         }
     }
@@ -311,7 +384,14 @@ fn large_body_and_key_update() {
     // -quiet keeps stdout to the data; -no_ign_eof re-enables the command letters (K) and
     // closing on stdin EOF, which -quiet turns off.
     let mut child = Command::new("openssl")
-        .args(["s_client", "-connect", &server.connect_arg(), "-tls1_3", "-quiet", "-no_ign_eof"])
+        .args([
+            "s_client",
+            "-connect",
+            &server.connect_arg(),
+            "-tls1_3",
+            "-quiet",
+            "-no_ign_eof",
+        ])
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -320,12 +400,17 @@ fn large_body_and_key_update() {
     let mut stdin = child.stdin.take().unwrap();
     let out = Collector::start(child.stdout.take().unwrap());
     let err = Collector::start(child.stderr.take().unwrap());
-    server.events.wait_for("handshake", |e| matches!(e, Event::Handshake(_)));
+    server
+        .events
+        .wait_for("handshake", |e| matches!(e, Event::Handshake(_)));
 
     let n = 300_000;
     let body: Vec<u8> = (0..n).map(pattern).collect();
     let mut expect = Vec::new();
-    let send = |stdin: &mut std::process::ChildStdin, expect: &mut Vec<u8>, line: &str, expect_more: &[u8]| {
+    let send = |stdin: &mut std::process::ChildStdin,
+                expect: &mut Vec<u8>,
+                line: &str,
+                expect_more: &[u8]| {
         stdin.write_all(line.as_bytes()).unwrap();
         stdin.flush().unwrap();
         expect.extend_from_slice(expect_more);
@@ -337,13 +422,30 @@ fn large_body_and_key_update() {
     // `K` on a line of its own: s_client sends a KeyUpdate that requests ours.
     stdin.write_all(b"K\n").unwrap();
     stdin.flush().unwrap();
-    err.wait("KEYUPDATE", |e| String::from_utf8_lossy(e).contains("KEYUPDATE"));
+    err.wait("KEYUPDATE", |e| {
+        String::from_utf8_lossy(e).contains("KEYUPDATE")
+    });
     send(&mut stdin, &mut expect, &format!("GET {n}\n"), &response);
     send(&mut stdin, &mut expect, "ECHO done\n", b"done\n");
     drop(stdin); // EOF: s_client sends close_notify and exits
     let status = wait_guarded(child).status;
-    assert!(status.success(), "{}", String::from_utf8_lossy(&err.bytes()));
-    assert!(out.bytes() == expect, "got {} bytes, want {}", out.bytes().len(), expect.len());
-    server.events.wait_for("session end", |e| matches!(e, Event::SessionEnd("eof")));
-    assert!(!server.events.snapshot().iter().any(|e| matches!(e, Event::SessionError { .. })));
+    assert!(
+        status.success(),
+        "{}",
+        String::from_utf8_lossy(&err.bytes())
+    );
+    assert!(
+        out.bytes() == expect,
+        "got {} bytes, want {}",
+        out.bytes().len(),
+        expect.len()
+    );
+    server
+        .events
+        .wait_for("session end", |e| matches!(e, Event::SessionEnd("eof")));
+    assert!(!server
+        .events
+        .snapshot()
+        .iter()
+        .any(|e| matches!(e, Event::SessionError { .. })));
 }

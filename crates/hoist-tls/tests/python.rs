@@ -1,6 +1,8 @@
 //! The server against Python's ssl module (OpenSSL underneath, but a different client
 //! state machine than s_client): large file-backed bodies, close_notify, garbage, and a
 //! request sent in the same flight as the client's Finished.
+// Helpers outside #[test] functions may unwrap too: a panic here is a failed test.
+#![allow(clippy::unwrap_used)]
 
 mod common;
 
@@ -28,7 +30,10 @@ fn python(server: &TestServer, mode: &str, arg: &str) -> (bool, String) {
 
 fn body_sha256(n: usize) -> String {
     let body: Vec<u8> = (0..n).map(pattern).collect();
-    Sha256::digest(&body).iter().map(|b| format!("{b:02x}")).collect()
+    Sha256::digest(&body)
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
 }
 
 fn no_session_errors(server: &TestServer) {
@@ -36,7 +41,12 @@ fn no_session_errors(server: &TestServer) {
         .events
         .snapshot()
         .into_iter()
-        .filter(|e| matches!(e, Event::SessionError { .. } | Event::HandshakeFailed { .. }))
+        .filter(|e| {
+            matches!(
+                e,
+                Event::SessionError { .. } | Event::HandshakeFailed { .. }
+            )
+        })
         .collect();
     assert!(errors.is_empty(), "{errors:?}");
 }
@@ -49,9 +59,15 @@ fn ten_megabytes_file_backed() {
     for n in [BODY_LEN, 16384 - 8, 16384 - 7, 1, 0] {
         let (ok, out) = python(&server, "sha256", &n.to_string());
         assert!(ok, "{out}");
-        assert_eq!(out.split_whitespace().next().unwrap(), body_sha256(n), "{n}");
+        assert_eq!(
+            out.split_whitespace().next().unwrap(),
+            body_sha256(n),
+            "{n}"
+        );
     }
-    server.events.wait_count("clean ends", 5, |e| matches!(e, Event::SessionEnd("quit")));
+    server
+        .events
+        .wait_count("clean ends", 5, |e| matches!(e, Event::SessionEnd("quit")));
     no_session_errors(&server);
 }
 
@@ -76,7 +92,9 @@ fn close_notify_both_ways() {
     assert!(ok, "{out}");
     assert!(out.contains("clean"));
     // The client's close_notify reads as EOF (not an error), and the server answers with its own.
-    server.events.wait_for("eof", |e| matches!(e, Event::SessionEnd("eof")));
+    server
+        .events
+        .wait_for("eof", |e| matches!(e, Event::SessionEnd("eof")));
     no_session_errors(&server);
 }
 
@@ -99,7 +117,13 @@ fn garbage_after_the_handshake_is_an_error_not_a_panic() {
         let (ok, out) = python(&server, "garbage", kind);
         assert!(ok, "{kind}: {out}");
         server.events.wait_count("InvalidData", i + 1, |e| {
-            matches!(e, Event::SessionError { kind: std::io::ErrorKind::InvalidData, .. })
+            matches!(
+                e,
+                Event::SessionError {
+                    kind: std::io::ErrorKind::InvalidData,
+                    ..
+                }
+            )
         });
     }
     // The server still serves.

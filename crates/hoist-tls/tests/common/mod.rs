@@ -13,9 +13,14 @@ use std::sync::{Arc, Condvar, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
 use hoist_config::model::core::DataSource;
-use hoist_config::model::tls::{DownstreamTlsContext, TlsCertificate, TlsParams, ValidationContext};
+use hoist_config::model::tls::{
+    DownstreamTlsContext, TlsCertificate, TlsParams, ValidationContext,
+};
 use hoist_tls::file::{FileRegion, MappedFile};
-use hoist_tls::{accept, read_client_hello, Inspect, PlainTransport, ServerContext, TlsInfo, Transport, UserTlsTransport};
+use hoist_tls::{
+    accept, read_client_hello, Inspect, PlainTransport, ServerContext, TlsInfo, Transport,
+    UserTlsTransport,
+};
 use rcgen::{BasicConstraints, CertificateParams, CertifiedIssuer, DnType, IsCa, KeyPair, SanType};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use tokio::net::{TcpListener, TcpStream};
@@ -49,7 +54,8 @@ pub struct Pki {
 }
 
 pub fn tmp_dir(name: &str) -> PathBuf {
-    let d = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("hoist-tls-{}-{name}", std::process::id()));
+    let d = Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .join(format!("hoist-tls-{}-{name}", std::process::id()));
     std::fs::create_dir_all(&d).unwrap();
     d
 }
@@ -75,11 +81,18 @@ fn openssl_rsa(dir: &Path, name: &str, cn: &str) -> CertFiles {
         key: dir.join(format!("{name}.key")),
     };
     let status = Command::new("openssl")
-        .args(["req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "30", "-keyout"])
+        .args([
+            "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "30", "-keyout",
+        ])
         .arg(&files.key)
         .arg("-out")
         .arg(&files.cert)
-        .args(["-subj", &format!("/CN={cn}"), "-addext", &format!("subjectAltName=DNS:{cn}")])
+        .args([
+            "-subj",
+            &format!("/CN={cn}"),
+            "-addext",
+            &format!("subjectAltName=DNS:{cn}"),
+        ])
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .status()
@@ -92,7 +105,9 @@ fn make_pki() -> Pki {
     let dir = tmp_dir("pki");
     let mut ca_params = CertificateParams::new(Vec::<String>::new()).unwrap();
     ca_params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
-    ca_params.distinguished_name.push(DnType::CommonName, "hoist test CA");
+    ca_params
+        .distinguished_name
+        .push(DnType::CommonName, "hoist test CA");
     let ca = CertifiedIssuer::self_signed(ca_params, KeyPair::generate().unwrap()).unwrap();
     let ca_path = dir.join("ca.crt");
     std::fs::write(&ca_path, ca.pem()).unwrap();
@@ -100,15 +115,27 @@ fn make_pki() -> Pki {
     let mut a = CertificateParams::new(vec!["a.test".to_string()]).unwrap();
     a.distinguished_name.push(DnType::CommonName, "a.test");
     let a_key = KeyPair::generate().unwrap();
-    let ecdsa_a = write_pair(&dir, "ecdsa_a", &a.signed_by(&a_key, &ca).unwrap().pem(), &a_key.serialize_pem());
+    let ecdsa_a = write_pair(
+        &dir,
+        "ecdsa_a",
+        &a.signed_by(&a_key, &ca).unwrap().pem(),
+        &a_key.serialize_pem(),
+    );
 
     let client_cert = |name: &str, uri: &str| {
         let mut p = CertificateParams::new(Vec::<String>::new()).unwrap();
-        p.distinguished_name.push(DnType::CommonName, "hoist client");
-        p.distinguished_name.push(DnType::OrganizationName, "Hoist, Inc");
+        p.distinguished_name
+            .push(DnType::CommonName, "hoist client");
+        p.distinguished_name
+            .push(DnType::OrganizationName, "Hoist, Inc");
         p.subject_alt_names = vec![SanType::URI(uri.try_into().unwrap())];
         let k = KeyPair::generate().unwrap();
-        write_pair(&dir, name, &p.signed_by(&k, &ca).unwrap().pem(), &k.serialize_pem())
+        write_pair(
+            &dir,
+            name,
+            &p.signed_by(&k, &ca).unwrap().pem(),
+            &k.serialize_pem(),
+        )
     };
     let client = client_cert("client", "spiffe://hoist/client");
     let other_client = client_cert("other_client", "spiffe://hoist/other");
@@ -175,9 +202,15 @@ pub enum Event {
     NotTls(Vec<u8>),
     InspectFailed(String),
     Handshake(TlsInfo),
-    HandshakeFailed { reason: &'static str, detail: String },
+    HandshakeFailed {
+        reason: &'static str,
+        detail: String,
+    },
     /// A read or write on the transport failed.
-    SessionError { kind: std::io::ErrorKind, detail: String },
+    SessionError {
+        kind: std::io::ErrorKind,
+        detail: String,
+    },
     /// The session ended: "eof" (the peer closed) or "quit".
     SessionEnd(&'static str),
 }
@@ -201,7 +234,9 @@ impl Events {
     /// Waits (bounded, as a guard against hangs only) for an event `f` accepts.
     pub fn wait_for(&self, what: &str, f: impl Fn(&Event) -> bool) -> Event {
         let list = self.wait_until(what, |list| list.iter().any(&f));
-        list.into_iter().find(|e| f(e)).expect("present: checked by wait_until")
+        list.into_iter()
+            .find(|e| f(e))
+            .expect("present: checked by wait_until")
     }
 
     /// Waits (bounded) until `f` accepts the whole list of events; returns that list.
@@ -248,7 +283,9 @@ impl TestServer {
         std::thread::spawn(move || {
             rt.block_on(async move {
                 loop {
-                    let Ok((tcp, _)) = listener.accept().await else { return };
+                    let Ok((tcp, _)) = listener.accept().await else {
+                        return;
+                    };
                     tokio::spawn(connection(tcp, ctx.clone(), body.clone(), ev.clone()));
                 }
             })
@@ -267,7 +304,12 @@ impl TestServer {
 
 const GUARD: Duration = Duration::from_secs(20);
 
-async fn connection(tcp: TcpStream, ctx: Arc<ServerContext>, body: Arc<MappedFile>, ev: Arc<Events>) {
+async fn connection(
+    tcp: TcpStream,
+    ctx: Arc<ServerContext>,
+    body: Arc<MappedFile>,
+    ev: Arc<Events>,
+) {
     let mut buf = Vec::new();
     match tokio::time::timeout(GUARD, read_client_hello(&tcp, &mut buf)).await {
         Ok(Ok(Inspect::Hello(_))) => {}
@@ -301,7 +343,10 @@ pub fn info_line(i: &TlsInfo) -> String {
         i.curve.unwrap_or("-"),
         i.sigalg.unwrap_or("-"),
         i.sni.as_deref().unwrap_or("-"),
-        i.alpn.as_deref().map(String::from_utf8_lossy).unwrap_or_default(),
+        i.alpn
+            .as_deref()
+            .map(String::from_utf8_lossy)
+            .unwrap_or_default(),
         i.session_reused,
         i.peer_subject.as_deref().unwrap_or("-"),
     )
@@ -337,7 +382,11 @@ async fn serve<T: Transport>(t: T, body: Arc<MappedFile>, ev: Arc<Events>) {
 }
 
 /// Runs one command; false when the client asked to quit.
-async fn command<T: Transport>(t: &mut T, line: &[u8], body: &Arc<MappedFile>) -> std::io::Result<bool> {
+async fn command<T: Transport>(
+    t: &mut T,
+    line: &[u8],
+    body: &Arc<MappedFile>,
+) -> std::io::Result<bool> {
     let text = String::from_utf8_lossy(line);
     let text = text.trim();
     let (cmd, arg) = text.split_once(' ').unwrap_or((text, ""));
@@ -349,10 +398,14 @@ async fn command<T: Transport>(t: &mut T, line: &[u8], body: &Arc<MappedFile>) -
                 offset: 0,
                 len: n as u64,
             };
-            t.write_file(format!("OK {n}\n").as_bytes(), &region).await?;
+            t.write_file(format!("OK {n}\n").as_bytes(), &region)
+                .await?;
         }
         "INFO" => {
-            let line = t.tls_info().map(info_line).unwrap_or_else(|| "plain\n".into());
+            let line = t
+                .tls_info()
+                .map(info_line)
+                .unwrap_or_else(|| "plain\n".into());
             t.write_all(line.as_bytes()).await?;
             t.flush().await?;
         }
