@@ -43,6 +43,9 @@ pub(crate) struct RecordLayer {
     pub(crate) plain: ByteBuf,
     pub(crate) out: ByteBuf,
     peer_closed: bool,
+    /// The fatal error, once there was one: rustls must not be driven again after it (it
+    /// would process the offending bytes a second time).
+    failed: Option<rustls::Error>,
 }
 
 impl RecordLayer {
@@ -57,6 +60,7 @@ impl RecordLayer {
             plain: ByteBuf::with_capacity(0),
             out: ByteBuf::with_capacity(out_cap),
             peer_closed: false,
+            failed: None,
         }
     }
 
@@ -69,6 +73,9 @@ impl RecordLayer {
     /// performs `action` if application data may be sent. On a fatal error the alert rustls
     /// queued is already in `out`.
     pub(crate) fn drive(&mut self, action: Action<'_>) -> Result<Step, rustls::Error> {
+        if let Some(e) = &self.failed {
+            return Err(e.clone());
+        }
         loop {
             let UnbufferedStatus { mut discard, state } =
                 self.conn.process_tls_records(self.incoming.filled_mut());
@@ -133,34 +140,28 @@ impl RecordLayer {
                 Ok(None) => {}
                 Err(e) => {
                     self.collect_alert();
+                    self.failed = Some(e.clone());
                     return Err(e);
                 }
             }
         }
     }
 
-    /// After a fatal error rustls has queued an alert; one more pass hands it out.
+    /// After a fatal error rustls has queued an alert. Each call with messages queued hands out
+    /// one of them before looking at the input again, so stopping when the queue is empty
+    /// keeps rustls from processing the offending bytes twice.
     fn collect_alert(&mut self) {
-        // What is left of the input is dead: the connection is over. It must go before the
-        // next pass, which would otherwise deframe the offending bytes again and make rustls
-        // assert that it already sent a fatal alert (a peer-triggered panic).
-        self.incoming.consume(self.incoming.len());
-        // Bounded: each pass either encodes one queued message or ends the loop.
-        for _ in 0..8 {
+        while self.conn.wants_write() {
             let UnbufferedStatus { discard, state } =
                 self.conn.process_tls_records(self.incoming.filled_mut());
-            let more = match state {
+            let encoded = match state {
                 Ok(ConnectionState::EncodeTlsData(mut data)) => {
                     encode(&mut self.out, |buf| data.encode(buf)).is_ok()
-                }
-                Ok(ConnectionState::TransmitTlsData(data)) => {
-                    data.done();
-                    false
                 }
                 _ => false,
             };
             self.incoming.consume(discard);
-            if !more {
+            if !encoded {
                 break;
             }
         }

@@ -105,6 +105,9 @@ impl AsyncRead for UserTlsTransport {
         buf: &mut ReadBuf<'_>,
     ) -> Poll<io::Result<()>> {
         let this = self.get_mut();
+        if buf.remaining() == 0 {
+            return Poll::Ready(Ok(()));
+        }
         loop {
             if !this.rec.plain.is_empty() {
                 let want = buf.remaining().min(this.rec.plain.len());
