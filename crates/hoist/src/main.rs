@@ -28,6 +28,11 @@ use std::process::ExitCode;
 use clap::Parser;
 
 fn main() -> ExitCode {
+    // Subcommands with their own flag syntax come before Envoy's command line.
+    let args: Vec<String> = std::env::args().collect();
+    if args.get(1).map(String::as_str) == Some("bench") {
+        return hoist_bench::main(&args[2..]);
+    }
     let options = cli::Options::parse();
     logging::init(options.log_level.as_filter());
     server::run(options)
