@@ -5,8 +5,10 @@
 #![forbid(unsafe_code)]
 
 pub mod body;
+mod flags;
 pub mod h1;
 mod head;
 
 pub use body::Body;
+pub use flags::ResponseFlags;
 pub use head::{RequestHead, ResponseHead, Version};

@@ -56,7 +56,7 @@ pub async fn serve<T: Transport>(
     } else {
         stats.cx_http1_total.inc();
         stats.cx_http1_active.inc();
-        let t = crate::http1::serve(transport, buf, hcm, info, worker).await;
+        let t = crate::http1::serve(transport, buf, hcm, info, worker, buffer_limit).await;
         stats.cx_http1_active.dec();
         t
     };

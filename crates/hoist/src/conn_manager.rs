@@ -8,20 +8,24 @@ use std::time::Duration;
 
 use hoist_config::model::{CodecType, HttpConnectionManager};
 use hoist_config::ConfigError;
+use hoist_filters::{BuildContext, FilterChainConfig};
 use hoist_http::h1::H1Limits;
 use hoist_http::{Body, RequestHead, ResponseHead};
+use hoist_stats::Store;
 use http::header::{self, HeaderValue};
 
 use crate::access_log::{AccessLogger, LogContext, ResponseFlags};
 use crate::connection::ConnInfo;
 use crate::date::date_header;
-use crate::router::{Action, MatchInput, Router};
+use crate::router::{Action, MatchInput, Route, Router, VirtualHostEntry};
 
 /// A connection manager's configuration, compiled once and shared by all workers.
 pub struct HcmRuntime {
     pub stat_prefix: String,
     pub codec_type: CodecType,
     pub router: Arc<Router>,
+    /// The HTTP filters before the router, in order.
+    pub filters: FilterChainConfig,
     pub access_logs: Vec<AccessLogger>,
     server_name: HeaderValue,
     server_header_append_if_absent: bool,
@@ -46,6 +50,15 @@ pub struct Reply {
     pub outcome: Outcome,
 }
 
+/// Where routing led: a route to act on, or a reply already decided.
+pub enum Routing<'a> {
+    Route {
+        vh: &'a VirtualHostEntry,
+        route: &'a Route,
+    },
+    Reply(Reply),
+}
+
 /// Which router stat the request counts toward.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Outcome {
@@ -58,10 +71,19 @@ pub enum Outcome {
 impl HcmRuntime {
     pub fn build(
         m: &HttpConnectionManager,
-        _concurrency: usize,
+        stats: &Arc<Store>,
+        concurrency: usize,
     ) -> Result<Arc<HcmRuntime>, ConfigError> {
+        let filters = FilterChainConfig::build(
+            &m.http_filters,
+            &BuildContext {
+                stat_prefix: &m.stat_prefix,
+                stats,
+                workers: concurrency,
+            },
+        )?;
         let route_path = format!("{}.route_config", m.yaml_path);
-        let router = Router::compile(&m.route_config, &route_path)?;
+        let router = Router::compile(&m.route_config, &route_path, &filters)?;
         let access_logs = m
             .access_log
             .iter()
@@ -77,6 +99,7 @@ impl HcmRuntime {
             stat_prefix: m.stat_prefix.clone(),
             codec_type: m.codec_type,
             router,
+            filters,
             access_logs,
             server_name,
             server_header_append_if_absent: m.server_header_append_if_absent,
@@ -94,17 +117,12 @@ impl HcmRuntime {
         }))
     }
 
-    /// Routes the request and builds the response.
-    pub fn respond(&self, head: &RequestHead, conn: &ConnInfo) -> Reply {
+    /// Picks the virtual host and route, or the local reply when there is none (404 `NR`, or
+    /// the redirect of a virtual host that requires TLS).
+    pub fn route<'a>(&'a self, head: &RequestHead, conn: &ConnInfo) -> Routing<'a> {
         let scheme = conn.scheme();
         let Some(vh) = self.router.virtual_host(head.authority.as_deref()) else {
-            return self.local_reply(
-                404,
-                Body::Empty,
-                ResponseFlags::NO_ROUTE_FOUND,
-                "route_not_found",
-                Outcome::NoRoute,
-            );
+            return Routing::Reply(self.no_route());
         };
         if vh.require_tls && scheme != "https" {
             let location = format!(
@@ -122,24 +140,43 @@ impl HcmRuntime {
             if let Ok(v) = HeaderValue::from_str(&location) {
                 reply.head.headers.insert(header::LOCATION, v);
             }
-            return reply;
+            return Routing::Reply(reply);
         }
         let input = MatchInput { head, scheme };
-        let Some(route) = vh.route(&input) else {
-            tracing::trace!(
-                "{} {}: no route in virtual host '{}'",
-                head.method,
-                head.path,
-                vh.name
-            );
-            return self.local_reply(
-                404,
-                Body::Empty,
-                ResponseFlags::NO_ROUTE_FOUND,
-                "route_not_found",
-                Outcome::NoRoute,
-            );
-        };
+        match vh.route(&input) {
+            Some(route) => Routing::Route { vh, route },
+            None => {
+                tracing::trace!(
+                    "{} {}: no route in virtual host '{}'",
+                    head.method,
+                    head.path,
+                    vh.name
+                );
+                Routing::Reply(self.no_route())
+            }
+        }
+    }
+
+    fn no_route(&self) -> Reply {
+        self.local_reply(
+            404,
+            Body::Empty,
+            ResponseFlags::NO_ROUTE_FOUND,
+            "route_not_found",
+            Outcome::NoRoute,
+        )
+    }
+
+    /// The route's action: a direct response or a redirect, with the response header
+    /// mutations of the route, the virtual host and the route configuration.
+    pub fn act(
+        &self,
+        head: &RequestHead,
+        vh: &VirtualHostEntry,
+        route: &Route,
+        conn: &ConnInfo,
+    ) -> Reply {
+        let scheme = conn.scheme();
         let (mut response, body, details, outcome) = match &route.action {
             Action::DirectResponse { status, body } => {
                 let mut r = ResponseHead::new(*status);

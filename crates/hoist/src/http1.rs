@@ -13,17 +13,18 @@ use std::rc::Rc;
 use std::time::{Duration, Instant, SystemTime};
 
 use bytes::{Bytes, BytesMut};
-use hoist_http::h1::{H1Conn, H1Error};
+use hoist_http::h1::{BodyFraming, H1Conn, H1Error};
 use hoist_http::{Body, RequestHead, Version};
 use hoist_tls::transport::Transport;
 use tokio::io::AsyncWriteExt;
 
 use crate::access_log::ResponseFlags;
 use crate::codec::Traffic;
+use crate::conn_manager::HcmRuntime;
 use crate::conn_manager::{Outcome, Reply};
 use crate::connection::ConnInfo;
 use crate::drain;
-use crate::stream::{HcmWorker, StreamRecord};
+use crate::stream::{HcmWorker, RequestBody, StreamRecord};
 use crate::worker::Worker;
 
 /// What hoist reads and drops of what a client still sends after hoist closed its side.
@@ -53,6 +54,7 @@ pub async fn serve<T: Transport>(
     hcm: &Rc<HcmWorker>,
     info: &ConnInfo,
     worker: &Rc<Worker>,
+    buffer_limit: u32,
 ) -> Traffic {
     let rt = &hcm.rt;
     let stats = &hcm.stats;
@@ -114,19 +116,42 @@ pub async fn serve<T: Transport>(
         stats.rq_http1_total.inc();
         stats.rq_active.inc();
         hcm.prepare_request(&mut head, info);
-        // Like Envoy, take the whole request (answering `Expect: 100-continue` ourselves) before
-        // the reply: a malformed body is then a 400, and the connection stays usable.
-        if let Err(abort) = receive_body(&mut conn, hcm, start).await {
-            peer_closed = matches!(&abort, Abort::Codec(e) if !e.wants_reply());
-            refuse(&mut conn, abort, hcm, info, Some(&head), start, start_wall).await;
-            break;
-        }
-        let reply = hcm.rt.respond(&head, info);
-        hcm.count_outcome(reply.outcome);
+        let end_stream = matches!(
+            conn.request_info().framing,
+            BodyFraming::None | BodyFraming::Length(0)
+        );
+        // Like Envoy, take the whole request before the reply (answering `Expect:
+        // 100-continue` ourselves): a malformed body is then a 400, and the connection stays
+        // in step. Filters may ask for the body or answer first.
+        let handled = {
+            let mut body = H1Body {
+                conn: &mut conn,
+                rt,
+                start,
+            };
+            hcm.handle(
+                &mut head,
+                &mut body,
+                end_stream,
+                info,
+                u64::from(buffer_limit),
+            )
+            .await
+        };
+        let mut handled = match handled {
+            Ok(h) => h,
+            Err(abort) => {
+                peer_closed = matches!(&abort, Abort::Codec(e) if !e.wants_reply());
+                refuse(&mut conn, abort, hcm, info, Some(&head), start, start_wall).await;
+                break;
+            }
+        };
+        hcm.count_outcome(handled.reply.outcome);
         let keep_alive = conn.request_info().keep_alive;
         let drain_close = worker.state.drain_close();
         let close = !keep_alive || drain_close;
         let is_head = head.method == http::Method::HEAD;
+        let reply = &handled.reply;
         let written = conn
             .write_response(&reply.head, &reply.body, is_head, close)
             .await;
@@ -135,16 +160,25 @@ pub async fn serve<T: Transport>(
             Ok(n) => (n, true),
             Err(_) => (0, false),
         };
-        hcm.finish_stream(&StreamRecord {
+        // A filter answered without the body: drop a little of it, or close.
+        let body_left = handled.body_unread
+            && write_ok
+            && !close
+            && !matches!(conn.discard_body(MAX_DISCARDED_BODY).await, Ok(true));
+        let record = StreamRecord {
             start_wall,
             head: Some(&head),
             version: head.version,
-            reply: &reply,
+            reply: &handled.reply,
             bytes_received: conn.request_body_bytes(),
             bytes_sent,
             duration,
             conn: info,
-        });
+        };
+        hcm.finish_stream(&record, Some((&mut handled.filters, &handled.state)));
+        if body_left {
+            break;
+        }
         if drain_close && keep_alive {
             stats.cx_drain_close.inc();
         }
@@ -195,29 +229,30 @@ async fn receive_head<T: Transport>(
     }
 }
 
-/// Reads the request body and drops it (nothing hoist answers by itself needs it), sending
-/// `100 Continue` first when the client asked for it, as Envoy does. Each piece must come
-/// within stream_idle_timeout, the whole request within request_timeout.
-async fn receive_body<T: Transport>(
-    conn: &mut H1Conn<T>,
-    hcm: &HcmWorker,
+/// The HTTP/1.1 request body for the connection manager: each piece must come within
+/// stream_idle_timeout, the whole request within request_timeout.
+struct H1Body<'c, T: Transport> {
+    conn: &'c mut H1Conn<T>,
+    rt: &'c HcmRuntime,
     start: Instant,
-) -> Result<(), Abort> {
-    let rt = &hcm.rt;
-    loop {
-        let left = rt
+}
+
+impl<T: Transport> RequestBody for H1Body<'_, T> {
+    type Error = Abort;
+
+    async fn next_chunk(&mut self) -> Result<Option<Bytes>, Abort> {
+        let left = self
+            .rt
             .request_timeout
-            .map(|r| r.saturating_sub(start.elapsed()));
-        let (limit, kind) = match (rt.stream_idle_timeout, left) {
+            .map(|r| r.saturating_sub(self.start.elapsed()));
+        let (limit, kind) = match (self.rt.stream_idle_timeout, left) {
             (Some(idle), Some(left)) if idle < left => (Some(idle), TimeoutKind::StreamIdle),
             (_, Some(left)) => (Some(left), TimeoutKind::Request),
             (idle, None) => (idle, TimeoutKind::StreamIdle),
         };
-        match within(limit, conn.read_body_chunk()).await {
-            None => return Err(timeout_abort(kind)),
-            Some(Ok(Some(_))) => {}
-            Some(Ok(None)) => return Ok(()),
-            Some(Err(e)) => return Err(Abort::Codec(e)),
+        match within(limit, self.conn.read_body_chunk()).await {
+            None => Err(timeout_abort(kind)),
+            Some(r) => r.map_err(Abort::Codec),
         }
     }
 }
@@ -305,7 +340,7 @@ async fn refuse<T: Transport>(
             http::HeaderValue::from_static("text/plain"),
         );
     }
-    hcm.finish_stream(&StreamRecord {
+    let record = StreamRecord {
         start_wall,
         head,
         version: head.map_or(Version::Http11, |h| h.version),
@@ -318,7 +353,8 @@ async fn refuse<T: Transport>(
         bytes_sent,
         duration: start.elapsed(),
         conn: info,
-    });
+    };
+    hcm.finish_stream(&record, None);
 }
 
 /// Runs `f` within `limit` (no limit: None). None means the time ran out.

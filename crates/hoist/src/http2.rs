@@ -20,7 +20,7 @@ use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use crate::codec::Traffic;
 use crate::connection::ConnInfo;
 use crate::drain;
-use crate::stream::{HcmWorker, StreamRecord};
+use crate::stream::{HcmWorker, RequestBody, StreamRecord};
 use crate::worker::Worker;
 
 /// Request body bytes hoist reads and drops per stream before resetting it.
@@ -57,7 +57,7 @@ pub async fn serve<T: Transport>(
             return Traffic::default();
         }
     };
-    let info = Rc::new(ConnSnapshot::from(info));
+    let info = Rc::new(ConnSnapshot::new(info, buffer_limit));
     let activity = Rc::new(Activity {
         streams: Cell::new(0),
         last: Cell::new(Instant::now()),
@@ -146,10 +146,12 @@ struct TrafficCells {
 /// The parts of ConnInfo a stream task needs (streams outlive the borrow of the connection).
 struct ConnSnapshot {
     info: ConnInfo,
+    /// per_connection_buffer_limit_bytes: the most of a request body filters may buffer.
+    buffer_limit: u64,
 }
 
-impl From<&ConnInfo> for ConnSnapshot {
-    fn from(c: &ConnInfo) -> Self {
+impl ConnSnapshot {
+    fn new(c: &ConnInfo, buffer_limit: u32) -> Self {
         ConnSnapshot {
             info: ConnInfo {
                 id: c.id,
@@ -158,6 +160,7 @@ impl From<&ConnInfo> for ConnSnapshot {
                 tls: c.tls.clone(),
                 start: c.start,
             },
+            buffer_limit: u64::from(buffer_limit),
         }
     }
 }
@@ -201,8 +204,24 @@ async fn exchange(
         headers: parts.headers,
     };
     hcm.prepare_request(&mut head, info);
-    let reply = hcm.rt.respond(&head, info);
-    hcm.count_outcome(reply.outcome);
+    let end_stream = body.is_end_stream();
+    let handled = {
+        let mut source = H2Body {
+            body: &mut body,
+            received: 0,
+        };
+        let r = hcm
+            .handle(&mut head, &mut source, end_stream, info, conn.buffer_limit)
+            .await;
+        r.map(|h| (h, source.received))
+    };
+    let Ok((mut handled, mut bytes_received)) = handled else {
+        // The client reset the stream while sending its body.
+        hcm.stats.rq_active.dec();
+        return;
+    };
+    hcm.count_outcome(handled.reply.outcome);
+    let reply = &handled.reply;
     let is_head = head.method == http::Method::HEAD;
     let mut response = http::Response::new(());
     *response.status_mut() = http::StatusCode::from_u16(reply.head.status)
@@ -228,17 +247,43 @@ async fn exchange(
         }
     }
     let duration = start.elapsed();
-    let bytes_received = discard(&mut body).await;
-    hcm.finish_stream(&StreamRecord {
+    if handled.body_unread {
+        bytes_received += discard(&mut body).await;
+    }
+    let record = StreamRecord {
         start_wall,
         head: Some(&head),
         version: Version::Http2,
-        reply: &reply,
+        reply: &handled.reply,
         bytes_received,
         bytes_sent,
         duration,
         conn: info,
-    });
+    };
+    hcm.finish_stream(&record, Some((&mut handled.filters, &handled.state)));
+}
+
+/// The HTTP/2 request body for the connection manager; flow-control window is returned as the
+/// data is consumed.
+struct H2Body<'b> {
+    body: &'b mut RecvStream,
+    received: u64,
+}
+
+impl RequestBody for H2Body<'_> {
+    type Error = h2::Error;
+
+    async fn next_chunk(&mut self) -> Result<Option<Bytes>, h2::Error> {
+        match self.body.data().await {
+            Some(Ok(chunk)) => {
+                self.received += chunk.len() as u64;
+                let _ = self.body.flow_control().release_capacity(chunk.len());
+                Ok(Some(chunk))
+            }
+            Some(Err(e)) => Err(e),
+            None => Ok(None),
+        }
+    }
 }
 
 /// Sends a body within the peer's flow-control window. File bodies are sent as views of the

@@ -6,6 +6,7 @@ use std::sync::Arc;
 
 use hoist_config::model::{FilterChain, FilterChainMatch, Listener, TlsOffloadMode};
 use hoist_config::ConfigError;
+use hoist_stats::Store;
 use hoist_tls::server_config::ServerContext;
 use socket2::{Domain, Protocol, Socket, Type};
 
@@ -42,7 +43,11 @@ pub struct ConnectionFacts<'a> {
 }
 
 impl ListenerRuntime {
-    pub fn build(l: &Listener, concurrency: usize) -> Result<ListenerRuntime, ConfigError> {
+    pub fn build(
+        l: &Listener,
+        stats: &Arc<Store>,
+        concurrency: usize,
+    ) -> Result<ListenerRuntime, ConfigError> {
         let build_chain = |c: &FilterChain| -> Result<Arc<ChainRuntime>, ConfigError> {
             let tls = match &c.tls {
                 Some(ctx) => Some(
@@ -55,7 +60,7 @@ impl ListenerRuntime {
                 name: c.name.clone(),
                 filter_chain_match: c.filter_chain_match.clone(),
                 tls,
-                hcm: HcmRuntime::build(&c.hcm, concurrency)?,
+                hcm: HcmRuntime::build(&c.hcm, stats, concurrency)?,
             }))
         };
         let chains = l

@@ -100,10 +100,12 @@ pub fn run(options: Options) -> ExitCode {
         Err(e) => return config_failed(&options, &config_name, &e.to_string()),
     };
     let concurrency = options.concurrency();
+    // Created before the listeners: filters register their stats while they are built.
+    let stats = Store::new(concurrency);
     let listeners = match bootstrap
         .listeners
         .iter()
-        .map(|l| ListenerRuntime::build(l, concurrency).map(Arc::new))
+        .map(|l| ListenerRuntime::build(l, &stats, concurrency).map(Arc::new))
         .collect::<Result<Vec<_>, _>>()
     {
         Ok(l) => l,
@@ -156,7 +158,7 @@ pub fn run(options: Options) -> ExitCode {
 
     let (phase_tx, _) = drain::channel();
     let state = Arc::new(ServerState {
-        stats: Store::new(concurrency),
+        stats,
         options: options.clone(),
         bootstrap,
         listeners: listeners.clone(),

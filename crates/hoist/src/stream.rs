@@ -7,11 +7,15 @@ use std::rc::Rc;
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
-use hoist_http::{RequestHead, Version};
+use bytes::{Bytes, BytesMut};
+use hoist_filters::{
+    Decision, LocalReply, StreamFilters, StreamInfo, StreamState, WorkerFilterChain,
+};
+use hoist_http::{Body, RequestHead, Version};
 use http::HeaderValue;
 
 use crate::access_log::{LogContext, WorkerAccessLog};
-use crate::conn_manager::{HcmRuntime, Outcome, Reply};
+use crate::conn_manager::{HcmRuntime, Outcome, Reply, Routing};
 use crate::connection::ConnInfo;
 use crate::stats_scope::HcmWorkerStats;
 use crate::worker::Worker;
@@ -21,7 +25,27 @@ use crate::worker::Worker;
 pub struct HcmWorker {
     pub rt: Arc<HcmRuntime>,
     pub stats: HcmWorkerStats,
+    filters: WorkerFilterChain,
     loggers: RefCell<Vec<WorkerAccessLog>>,
+}
+
+/// A request body as the codec delivers it, whatever the protocol.
+#[allow(async_fn_in_trait)] // Used on single-threaded workers only.
+pub trait RequestBody {
+    /// Why the body could not be read (the codec's error, a timeout, a reset).
+    type Error;
+    /// The next piece of the body; Ok(None) at its end.
+    async fn next_chunk(&mut self) -> Result<Option<Bytes>, Self::Error>;
+}
+
+/// A request the connection manager has answered (not yet written).
+pub struct Handled<'w> {
+    pub reply: Reply,
+    pub filters: StreamFilters<'w>,
+    pub state: StreamState,
+    /// The request body was left unread (a filter answered first): the HTTP/1.1 codec then
+    /// discards it or closes the connection.
+    pub body_unread: bool,
 }
 
 /// What `finish_stream` needs to know about a finished exchange.
@@ -39,13 +63,131 @@ pub struct StreamRecord<'a> {
 }
 
 impl HcmWorker {
-    pub fn new(rt: Arc<HcmRuntime>, stats: HcmWorkerStats) -> HcmWorker {
+    pub fn new(rt: Arc<HcmRuntime>, stats: HcmWorkerStats, slot: usize) -> HcmWorker {
         let loggers = rt.access_logs.iter().map(|l| l.worker()).collect();
         HcmWorker {
+            filters: rt.filters.worker(slot),
             rt,
             stats,
             loggers: RefCell::new(loggers),
         }
+    }
+
+    /// Everything between a parsed head and the reply: route, the HTTP filters in order
+    /// (request headers, the body if a filter asked for it, response headers and body), the
+    /// router's action, and the response headers filters add. `end_stream`: no body follows.
+    /// `buffer_limit` bounds a buffered body (per_connection_buffer_limit_bytes) unless a
+    /// filter names its own limit.
+    pub async fn handle<B: RequestBody>(
+        &self,
+        head: &mut RequestHead,
+        body: &mut B,
+        end_stream: bool,
+        conn: &ConnInfo,
+        buffer_limit: u64,
+    ) -> Result<Handled<'_>, B::Error> {
+        let routing = self.rt.route(head, conn);
+        let (route_name, has_route, route_configs) = match &routing {
+            Routing::Route { route, .. } => (
+                Some(route.name.as_str()),
+                true,
+                route.filter_configs.as_slice(),
+            ),
+            Routing::Reply(_) => (None, false, &[][..]),
+        };
+        let info = StreamInfo {
+            downstream_remote: conn.remote,
+            downstream_local: conn.local,
+            tls: conn.tls.as_ref(),
+            connection_id: conn.id,
+            route_name: route_name.filter(|n| !n.is_empty()),
+            has_route,
+        };
+        let mut state = StreamState::default();
+        let mut filters = self.filters.stream();
+        let mut body_unread = false;
+        let mut decision = if filters.is_empty() {
+            Decision::Continue
+        } else {
+            filters
+                .decode_headers(head, end_stream, &info, &mut state, route_configs)
+                .await
+        };
+        if matches!(decision, Decision::NeedBody) {
+            let limit = filters.body_limit(buffer_limit);
+            decision = match read_body(body, limit).await? {
+                Some(whole) => {
+                    filters
+                        .decode_body(head, &whole, &info, &mut state, route_configs)
+                        .await
+                }
+                None => {
+                    self.stats.rq_too_large.inc();
+                    body_unread = true;
+                    Decision::Reply(LocalReply::new(
+                        413,
+                        "Payload Too Large",
+                        "request_payload_too_large",
+                    ))
+                }
+            };
+        } else if matches!(decision, Decision::Continue) && !end_stream {
+            // Nothing hoist answers by itself needs the body: take it and drop it, so the
+            // connection stays in step (and a malformed body is still refused).
+            while body.next_chunk().await?.is_some() {}
+        } else if !end_stream {
+            body_unread = true;
+        }
+        let mut reply = match (decision, routing) {
+            (Decision::Reply(r), _) => self.filter_reply(r, &mut state),
+            (_, Routing::Reply(r)) => r,
+            (_, Routing::Route { vh, route }) => self.rt.act(head, vh, route, conn),
+        };
+        if !filters.is_empty() {
+            if let Some(r) =
+                filters.encode_headers(&mut reply.head, &info, &mut state, route_configs)
+            {
+                reply = self.filter_reply(r, &mut state);
+            } else if filters.wants_response_body() {
+                let replaced = match &reply.body {
+                    Body::Empty => filters.encode_data(&[], &info, &mut state, route_configs),
+                    Body::Bytes(b) => filters.encode_data(b, &info, &mut state, route_configs),
+                    Body::File(f) => {
+                        filters.encode_data(f.bytes(), &info, &mut state, route_configs)
+                    }
+                };
+                if let Some(r) = replaced {
+                    reply = self.filter_reply(r, &mut state);
+                }
+            }
+        }
+        for (name, value) in state.response_headers_to_add.iter() {
+            reply.head.headers.append(name.clone(), value.clone());
+        }
+        reply.flags = reply.flags | state.response_flags;
+        Ok(Handled {
+            reply,
+            filters,
+            state,
+            body_unread,
+        })
+    }
+
+    /// A filter's local reply as a full reply (date, server, its headers and flags).
+    fn filter_reply(&self, r: LocalReply, state: &mut StreamState) -> Reply {
+        state.response_flags = state.response_flags | r.flags;
+        let body = if r.body.is_empty() {
+            Body::Empty
+        } else {
+            Body::Bytes(r.body)
+        };
+        let mut reply =
+            self.rt
+                .local_reply(r.status, body, r.flags, r.details, Outcome::LocalReply);
+        for (name, value) in r.headers.iter() {
+            reply.head.headers.append(name.clone(), value.clone());
+        }
+        reply
     }
 
     /// Envoy's request preparation that matters without upstreams: `x-request-id`.
@@ -66,7 +208,28 @@ impl HcmWorker {
         }
     }
 
-    pub fn finish_stream(&self, r: &StreamRecord<'_>) {
+    /// Counts and logs a finished exchange; the filters, when the request reached them, see
+    /// its end too.
+    pub fn finish_stream(
+        &self,
+        r: &StreamRecord<'_>,
+        filters: Option<(&mut StreamFilters<'_>, &StreamState)>,
+    ) {
+        if let Some((filters, state)) = filters {
+            let info = StreamInfo {
+                downstream_remote: r.conn.remote,
+                downstream_local: r.conn.local,
+                tls: r.conn.tls.as_ref(),
+                connection_id: r.conn.id,
+                route_name: r.reply.route_name.as_deref(),
+                has_route: r.reply.route_name.is_some(),
+            };
+            filters.log(&info, state, r.reply.head.status);
+        }
+        self.account(r);
+    }
+
+    fn account(&self, r: &StreamRecord<'_>) {
         let status = r.reply.head.status;
         self.stats.completed(status);
         self.stats.rq_time.record(r.duration.as_millis() as u64);
@@ -139,4 +302,16 @@ pub fn flush_logs(worker: &Worker) {
     for hcm in worker.hcms.borrow().iter() {
         hcm.flush_logs(true);
     }
+}
+
+/// Reads the whole body into memory, up to `limit` bytes. None: it is larger.
+async fn read_body<B: RequestBody>(body: &mut B, limit: u64) -> Result<Option<Bytes>, B::Error> {
+    let mut whole = BytesMut::new();
+    while let Some(chunk) = body.next_chunk().await? {
+        if (whole.len() + chunk.len()) as u64 > limit {
+            return Ok(None);
+        }
+        whole.extend_from_slice(&chunk);
+    }
+    Ok(Some(whole.freeze()))
 }

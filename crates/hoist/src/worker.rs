@@ -91,6 +91,7 @@ async fn run(
                 let hcm = Rc::new(HcmWorker::new(
                     c.hcm.clone(),
                     HcmWorkerStats::new(&state.stats, &c.hcm.stat_prefix, &rt.stat_scope, slot),
+                    slot,
                 ));
                 worker.hcms.borrow_mut().push(hcm.clone());
                 hcm

@@ -15,7 +15,11 @@ const ROUTER: Kind = Kind {
 /// type here; its typed_config is kept as a `RawTypedConfig` that the filter decodes (with
 /// `hoist_config::reader`) when it is built. `name_only` must stay false: the filter needs its
 /// config.
-const FILTERS: &[Kind] = &[];
+const FILTERS: &[Kind] = &[Kind {
+    type_name: "envoy.extensions.filters.http.buffer.v3.Buffer",
+    names: &["envoy.filters.http.buffer", "envoy.buffer"],
+    name_only: false,
+}];
 
 /// The decoded `http_filters`.
 pub(crate) struct HttpFilters {

@@ -14,6 +14,7 @@ use hoist_config::model::{
     DataSource, PathMatch, Redirect, RouteAction, RouteConfiguration, RouteMatch, VirtualHost,
 };
 use hoist_config::ConfigError;
+use hoist_filters::{FilterChainConfig, RouteConfig};
 use hoist_http::Body;
 use hoist_tls::file::{FileRegion, MappedFile};
 
@@ -31,6 +32,9 @@ pub struct Route {
     route_match: RouteMatch,
     pub action: Action,
     pub response_headers: ResponseMutations,
+    /// Per-filter configuration (typed_per_filter_config of the route, else of its virtual
+    /// host), indexed like the connection manager's filter chain; resolved once at load.
+    pub filter_configs: Vec<Option<RouteConfig>>,
 }
 
 impl Route {
@@ -58,7 +62,11 @@ pub struct Router {
 }
 
 impl Router {
-    pub fn compile(rc: &RouteConfiguration, yaml_path: &str) -> Result<Arc<Router>, ConfigError> {
+    pub fn compile(
+        rc: &RouteConfiguration,
+        yaml_path: &str,
+        filters: &FilterChainConfig,
+    ) -> Result<Arc<Router>, ConfigError> {
         let mut router = Router {
             virtual_hosts: Vec::with_capacity(rc.virtual_hosts.len()),
             exact: HashMap::new(),
@@ -69,7 +77,9 @@ impl Router {
         };
         for (i, vh) in rc.virtual_hosts.iter().enumerate() {
             let vh_path = format!("{yaml_path}.virtual_hosts[{i}]");
-            router.virtual_hosts.push(compile_vhost(vh, &vh_path)?);
+            router
+                .virtual_hosts
+                .push(compile_vhost(vh, &vh_path, filters)?);
             for domain in &vh.domains {
                 if domain == "*" {
                     router.catch_all = Some(i);
@@ -129,7 +139,16 @@ impl VirtualHostEntry {
     }
 }
 
-fn compile_vhost(vh: &VirtualHost, yaml_path: &str) -> Result<VirtualHostEntry, ConfigError> {
+fn compile_vhost(
+    vh: &VirtualHost,
+    yaml_path: &str,
+    filters: &FilterChainConfig,
+) -> Result<VirtualHostEntry, ConfigError> {
+    let vh_configs = filter_configs(
+        &vh.typed_per_filter_config,
+        filters,
+        vec![None; filters.len()],
+    )?;
     let routes = vh
         .routes
         .iter()
@@ -146,6 +165,11 @@ fn compile_vhost(vh: &VirtualHost, yaml_path: &str) -> Result<VirtualHostEntry, 
                 route_match: r.route_match.clone(),
                 action,
                 response_headers: ResponseMutations::compile(&r.headers, &r.yaml_path)?,
+                filter_configs: filter_configs(
+                    &r.typed_per_filter_config,
+                    filters,
+                    vh_configs.clone(),
+                )?,
             })
         })
         .collect::<Result<Vec<_>, ConfigError>>()?;
@@ -155,6 +179,20 @@ fn compile_vhost(vh: &VirtualHost, yaml_path: &str) -> Result<VirtualHostEntry, 
         response_headers: ResponseMutations::compile(&vh.headers, yaml_path)?,
         require_tls: vh.require_tls,
     })
+}
+
+/// Decodes `typed_per_filter_config` over `inherited` (the virtual host's, for a route).
+fn filter_configs(
+    typed: &std::collections::BTreeMap<String, hoist_config::model::RawTypedConfig>,
+    filters: &FilterChainConfig,
+    mut inherited: Vec<Option<RouteConfig>>,
+) -> Result<Vec<Option<RouteConfig>>, ConfigError> {
+    for (name, raw) in typed {
+        if let Some((index, config)) = filters.route_config(name, raw)? {
+            inherited[index] = Some(config);
+        }
+    }
+    Ok(inherited)
 }
 
 /// A body from a file stays file-backed (mapped once, sent with sendfile or encrypted in place);
@@ -194,6 +232,16 @@ mod tests {
         }
     }
 
+    fn test_build_context() -> hoist_filters::BuildContext<'static> {
+        static STORE: std::sync::OnceLock<std::sync::Arc<hoist_stats::Store>> =
+            std::sync::OnceLock::new();
+        hoist_filters::BuildContext {
+            stat_prefix: "test",
+            stats: STORE.get_or_init(|| hoist_stats::Store::new(1)),
+            workers: 1,
+        }
+    }
+
     #[test]
     fn domain_search_order() {
         let rc = RouteConfiguration {
@@ -209,7 +257,8 @@ mod tests {
             max_direct_response_body_size_bytes: 4096,
             headers: HeaderMutations::default(),
         };
-        let r = Router::compile(&rc, "route_config").unwrap();
+        let none = FilterChainConfig::build(&[], &test_build_context()).unwrap();
+        let r = Router::compile(&rc, "route_config", &none).unwrap();
         let name = |a: Option<&str>| r.virtual_host(a).map(|v| v.name.clone()).unwrap();
         assert_eq!(name(Some("API.example.com")), "exact");
         assert_eq!(name(Some("www.example.com")), "suffix");

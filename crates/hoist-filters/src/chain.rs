@@ -1,0 +1,344 @@
+//! The filter chain of one connection manager at its three lifetimes:
+//!
+//! - [`FilterChainConfig`]: built once at load from `http_filters` (errors name the YAML path),
+//!   shared by all workers; it also decodes `typed_per_filter_config`;
+//! - [`WorkerFilterChain`]: one per worker (stats bound to the worker's slot, caches), so the
+//!   hot path takes no lock;
+//! - [`StreamFilters`]: one per request, the filter instances that see its phases in order.
+//!
+//! Filters are a closed set compiled into hoist (as Envoy's extensions are), dispatched through
+//! enums rather than trait objects: async phases without boxing, and no allocation per phase.
+
+use std::any::Any;
+use std::sync::Arc;
+
+use bytes::Bytes;
+use hoist_config::model::{HttpFilter as FilterModel, RawTypedConfig};
+use hoist_config::ConfigError;
+use hoist_http::{RequestHead, ResponseHead};
+use hoist_stats::Store;
+
+use crate::buffer;
+use crate::filter::{FilterStatus, HttpFilter, LocalReply, StreamContext, StreamInfo, StreamState};
+
+/// A per-route configuration as a filter's factory decoded it.
+pub type RouteConfig = Arc<dyn Any + Send + Sync>;
+
+/// What building a filter needs to know about its connection manager.
+pub struct BuildContext<'a> {
+    /// The connection manager's stat_prefix (`http.<prefix>.` stats).
+    pub stat_prefix: &'a str,
+    pub stats: &'a Arc<Store>,
+    pub workers: usize,
+}
+
+enum FilterConfig {
+    Buffer(Arc<buffer::Config>),
+}
+
+struct Entry {
+    name: String,
+    config: FilterConfig,
+}
+
+/// The HTTP filters of one connection manager, in configuration order (router excluded).
+pub struct FilterChainConfig {
+    entries: Vec<Entry>,
+}
+
+/// Dispatches a method call to the filter inside any variant of a filter enum.
+macro_rules! dispatch {
+    ($value:expr, $f:ident => $body:expr) => {
+        match $value {
+            Self::Buffer($f) => $body,
+        }
+    };
+}
+
+impl FilterChainConfig {
+    pub fn build(
+        filters: &[FilterModel],
+        cx: &BuildContext<'_>,
+    ) -> Result<FilterChainConfig, ConfigError> {
+        let mut entries = Vec::new();
+        for f in filters.iter().filter(|f| !f.disabled) {
+            let config = match type_name(&f.config) {
+                buffer::TYPE_NAME => {
+                    FilterConfig::Buffer(Arc::new(buffer::Config::decode(&f.config, cx)?))
+                }
+                other => {
+                    return Err(ConfigError::new(
+                        f.config.yaml_path.clone(),
+                        format!(
+                            "HTTP filter \"{}\" ({other}) is not supported by hoist yet",
+                            f.name
+                        ),
+                    ))
+                }
+            };
+            entries.push(Entry {
+                name: f.name.clone(),
+                config,
+            });
+        }
+        Ok(FilterChainConfig { entries })
+    }
+
+    pub fn len(&self) -> usize {
+        self.entries.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.entries.is_empty()
+    }
+
+    /// Decodes a `typed_per_filter_config` entry: the filter's position in the chain and its
+    /// per-route configuration. None when the named filter is not in this chain (the decoder
+    /// has already refused names that are not configured at all).
+    pub fn route_config(
+        &self,
+        filter_name: &str,
+        raw: &RawTypedConfig,
+    ) -> Result<Option<(usize, RouteConfig)>, ConfigError> {
+        let Some(index) = self.entries.iter().position(|e| e.name == filter_name) else {
+            return Ok(None);
+        };
+        let config: RouteConfig = match &self.entries[index].config {
+            FilterConfig::Buffer(_) => Arc::new(buffer::RouteConfig::decode(raw)?),
+        };
+        Ok(Some((index, config)))
+    }
+
+    /// The chain as one worker runs it.
+    pub fn worker(&self, slot: usize) -> WorkerFilterChain {
+        let filters = self
+            .entries
+            .iter()
+            .map(|e| match &e.config {
+                FilterConfig::Buffer(c) => {
+                    WorkerFilter::Buffer(buffer::Worker::new(c.clone(), slot))
+                }
+            })
+            .collect();
+        WorkerFilterChain { filters }
+    }
+}
+
+enum WorkerFilter {
+    Buffer(buffer::Worker),
+}
+
+/// One worker's filter chain.
+pub struct WorkerFilterChain {
+    filters: Vec<WorkerFilter>,
+}
+
+impl WorkerFilterChain {
+    pub fn is_empty(&self) -> bool {
+        self.filters.is_empty()
+    }
+
+    /// Fresh filter instances for one request.
+    pub fn stream(&self) -> StreamFilters<'_> {
+        StreamFilters {
+            filters: self
+                .filters
+                .iter()
+                .map(|w| match w {
+                    WorkerFilter::Buffer(w) => StreamFilter::Buffer(w.stream()),
+                })
+                .collect(),
+            resume_at: 0,
+        }
+    }
+}
+
+enum StreamFilter<'w> {
+    Buffer(buffer::Filter<'w>),
+}
+
+impl StreamFilter<'_> {
+    async fn decode_headers(
+        &mut self,
+        head: &mut RequestHead,
+        end_stream: bool,
+        cx: &mut StreamContext<'_>,
+    ) -> FilterStatus {
+        dispatch!(self, f => f.decode_headers(head, end_stream, cx).await)
+    }
+
+    async fn decode_data(&mut self, body: &Bytes, cx: &mut StreamContext<'_>) -> FilterStatus {
+        dispatch!(self, f => f.decode_data(body, cx).await)
+    }
+
+    fn encode_headers(
+        &mut self,
+        head: &mut ResponseHead,
+        cx: &mut StreamContext<'_>,
+    ) -> FilterStatus {
+        dispatch!(self, f => f.encode_headers(head, cx))
+    }
+
+    fn wants_response_body(&self) -> bool {
+        dispatch!(self, f => f.wants_response_body())
+    }
+
+    fn buffer_limit(&self) -> Option<u64> {
+        dispatch!(self, f => f.buffer_limit())
+    }
+
+    fn encode_data(&mut self, body: &[u8], cx: &mut StreamContext<'_>) -> FilterStatus {
+        dispatch!(self, f => f.encode_data(body, cx))
+    }
+
+    fn log(&mut self, info: &StreamInfo<'_>, state: &StreamState, status: u16) {
+        dispatch!(self, f => f.log(info, state, status))
+    }
+}
+
+/// What the request phases decided.
+#[derive(Debug)]
+pub enum Decision {
+    /// All filters let the request through.
+    Continue,
+    /// A filter needs the request body: read it whole, then call [`StreamFilters::decode_body`].
+    NeedBody,
+    Reply(LocalReply),
+}
+
+/// The filter instances of one request.
+pub struct StreamFilters<'w> {
+    filters: Vec<StreamFilter<'w>>,
+    /// Where `decode_body` resumes: the filter that asked for the body.
+    resume_at: usize,
+}
+
+impl<'w> StreamFilters<'w> {
+    pub fn is_empty(&self) -> bool {
+        self.filters.is_empty()
+    }
+
+    /// Runs the request-headers phase in order. `route_configs` is indexed like the chain.
+    pub async fn decode_headers(
+        &mut self,
+        head: &mut RequestHead,
+        end_stream: bool,
+        info: &StreamInfo<'_>,
+        state: &mut StreamState,
+        route_configs: &[Option<RouteConfig>],
+    ) -> Decision {
+        for (i, f) in self.filters.iter_mut().enumerate() {
+            let mut cx = context(info, state, route_configs, i);
+            match f.decode_headers(head, end_stream, &mut cx).await {
+                FilterStatus::Continue => {}
+                FilterStatus::StopAndBuffer => {
+                    self.resume_at = i;
+                    return Decision::NeedBody;
+                }
+                FilterStatus::Reply(r) => return Decision::Reply(r),
+            }
+        }
+        Decision::Continue
+    }
+
+    /// The whole request body, after `Decision::NeedBody`: the filter that asked and those
+    /// after it see it (the later ones also get their `decode_headers` first).
+    pub async fn decode_body(
+        &mut self,
+        head: &mut RequestHead,
+        body: &Bytes,
+        info: &StreamInfo<'_>,
+        state: &mut StreamState,
+        route_configs: &[Option<RouteConfig>],
+    ) -> Decision {
+        let start = self.resume_at;
+        for i in start..self.filters.len() {
+            let mut cx = context(info, state, route_configs, i);
+            let f = &mut self.filters[i];
+            if i > start {
+                match f.decode_headers(head, false, &mut cx).await {
+                    FilterStatus::Continue | FilterStatus::StopAndBuffer => {}
+                    FilterStatus::Reply(r) => return Decision::Reply(r),
+                }
+            }
+            if let FilterStatus::Reply(r) = f.decode_data(body, &mut cx).await {
+                return Decision::Reply(r);
+            }
+        }
+        Decision::Continue
+    }
+
+    /// The response head through every filter, last filter first (Envoy's encode order).
+    pub fn encode_headers(
+        &mut self,
+        head: &mut ResponseHead,
+        info: &StreamInfo<'_>,
+        state: &mut StreamState,
+        route_configs: &[Option<RouteConfig>],
+    ) -> Option<LocalReply> {
+        for i in (0..self.filters.len()).rev() {
+            let mut cx = context(info, state, route_configs, i);
+            if let FilterStatus::Reply(r) = self.filters[i].encode_headers(head, &mut cx) {
+                return Some(r);
+            }
+        }
+        None
+    }
+
+    pub fn wants_response_body(&self) -> bool {
+        self.filters.iter().any(StreamFilter::wants_response_body)
+    }
+
+    /// After `Decision::NeedBody`: how much body to read (413 past it). `default` is the
+    /// listener's per_connection_buffer_limit_bytes, used when no filter names a limit.
+    pub fn body_limit(&self, default: u64) -> u64 {
+        self.filters[self.resume_at..]
+            .iter()
+            .filter_map(StreamFilter::buffer_limit)
+            .max()
+            .unwrap_or(default)
+    }
+
+    pub fn encode_data(
+        &mut self,
+        body: &[u8],
+        info: &StreamInfo<'_>,
+        state: &mut StreamState,
+        route_configs: &[Option<RouteConfig>],
+    ) -> Option<LocalReply> {
+        for i in (0..self.filters.len()).rev() {
+            if !self.filters[i].wants_response_body() {
+                continue;
+            }
+            let mut cx = context(info, state, route_configs, i);
+            if let FilterStatus::Reply(r) = self.filters[i].encode_data(body, &mut cx) {
+                return Some(r);
+            }
+        }
+        None
+    }
+
+    pub fn log(&mut self, info: &StreamInfo<'_>, state: &StreamState, status: u16) {
+        for f in &mut self.filters {
+            f.log(info, state, status);
+        }
+    }
+}
+
+fn context<'a>(
+    info: &'a StreamInfo<'a>,
+    state: &'a mut StreamState,
+    route_configs: &'a [Option<RouteConfig>],
+    index: usize,
+) -> StreamContext<'a> {
+    StreamContext {
+        info,
+        state,
+        route_config: route_configs.get(index).and_then(Option::as_ref),
+    }
+}
+
+/// The config type's full name (`type.googleapis.com/` or any other prefix dropped).
+fn type_name(raw: &RawTypedConfig) -> &str {
+    raw.type_url.rsplit('/').next().unwrap_or("")
+}

@@ -1,0 +1,16 @@
+//! HTTP filters for hoist, with Envoy's names, configuration and semantics.
+//!
+//! [`HttpFilter`] is the one trait every filter implements (Envoy's phases: request headers,
+//! request body, response headers, response body, log); [`chain`] builds a connection
+//! manager's `http_filters` into per-worker chains and runs a request through them in order.
+//! docs/ARCHITECTURE.md describes how the connection manager drives the chain.
+#![forbid(unsafe_code)]
+
+mod buffer;
+pub mod chain;
+mod filter;
+
+pub use chain::{
+    BuildContext, Decision, FilterChainConfig, RouteConfig, StreamFilters, WorkerFilterChain,
+};
+pub use filter::{FilterStatus, HttpFilter, LocalReply, StreamContext, StreamInfo, StreamState};
