@@ -5,70 +5,22 @@
 //! fallback tests depend on both).
 //!
 //! Needs `vm/setup` to have run (CI does it in vm/ci-setup.sh). Without it these tests fail and
-//! say so; HOIST_SKIP_VM_TESTS=1 turns them into a printed notice.
+//! say so; HOIST_SKIP_VM_TESTS=1 skips them with a printed notice (vm_support::require_vm).
 
 // Test code: a failed unwrap is a failed test.
 #![allow(clippy::unwrap_used)]
 
 mod support;
+mod vm_support;
 
-use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::path::PathBuf;
 
 use support::{TempDir, BIN};
-
-const VM_DIR: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../vm");
+use vm_support::{require_vm, vm_run};
 
 /// The guest's listener; the guest has a network namespace of its own, so no clash is possible.
 const PORT: u16 = 18080;
 const BODY: &str = "hello from the ktls guest";
-
-/// What vm/run needs, or why it cannot run here.
-fn prerequisites() -> Result<(), String> {
-    let vm = Path::new(VM_DIR);
-    let on_path = std::env::var_os("PATH")
-        .map(|p| std::env::split_paths(&p).any(|d| d.join("qemu-system-x86_64").is_file()))
-        .unwrap_or(false);
-    if !on_path {
-        return Err("qemu-system-x86_64 is not installed".into());
-    }
-    for file in ["vmlinuz", "base.cpio.gz", "applets"] {
-        if !vm.join("build/6.1").join(file).is_file() {
-            return Err(format!("vm/build/6.1/{file} is missing"));
-        }
-    }
-    Ok(())
-}
-
-/// False when the VM tests must not run: skipped on request, else a failure naming the fix.
-fn vm_available() -> bool {
-    let skip = std::env::var("HOIST_SKIP_VM_TESTS").is_ok_and(|v| v == "1");
-    match prerequisites() {
-        _ if skip => {
-            eprintln!("notice: HOIST_SKIP_VM_TESTS=1, the kTLS VM tests are skipped");
-            false
-        }
-        Ok(()) => true,
-        Err(why) => panic!(
-            "the kTLS VM is not set up ({why}): run vm/setup (CI: vm/ci-setup.sh), \
-             or set HOIST_SKIP_VM_TESTS=1 to skip the VM tests"
-        ),
-    }
-}
-
-/// Runs `vm/run ARGS` and returns its exit code and everything it printed.
-fn vm_run(args: &[&str]) -> (Option<i32>, String) {
-    let out = Command::new(Path::new(VM_DIR).join("run"))
-        .args(args)
-        .output()
-        .unwrap();
-    let text = format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    (out.status.code(), text)
-}
 
 fn config() -> String {
     format!(
@@ -132,14 +84,14 @@ echo "SMOKE hoist stopped: $?"
 
 #[test]
 fn hoist_validates_and_serves_in_the_ktls_guest() {
-    if !vm_available() {
+    if !require_vm("6.1") {
         return;
     }
     let dir = TempDir::new("vm-smoke");
     let script = dir.write("smoke.sh", guest_script());
     let yaml = dir.write("hoist.yaml", config());
     let bin: PathBuf = std::fs::canonicalize(BIN).unwrap();
-    let (code, out) = vm_run(&[
+    let run = vm_run(&[
         "--timeout",
         "600",
         "--with",
@@ -153,7 +105,8 @@ fn hoist_validates_and_serves_in_the_ktls_guest() {
         "/root/smoke.sh",
         bin.to_str().unwrap(),
     ]);
-    assert_eq!(code, Some(0), "vm/run failed:\n{out}");
+    let out = run.output;
+    assert_eq!(run.code, Some(0), "vm/run failed:\n{out}");
     assert!(out.contains("SMOKE tls_stat: "), "{out}");
     assert!(
         out.contains("SMOKE validate: configuration '<--config-yaml>' OK"),
@@ -164,11 +117,11 @@ fn hoist_validates_and_serves_in_the_ktls_guest() {
 
 #[test]
 fn vm_run_returns_the_guest_status_and_can_leave_ktls_out() {
-    if !vm_available() {
+    if !require_vm("6.1") {
         return;
     }
     // 7 only when the guest ran this very script and no tls module was loaded behind its back.
-    let (code, out) = vm_run(&[
+    let run = vm_run(&[
         "--modules",
         "none",
         "--",
@@ -176,5 +129,5 @@ fn vm_run_returns_the_guest_status_and_can_leave_ktls_out() {
         "-c",
         "if [ -e /proc/net/tls_stat ]; then echo tls loaded; exit 3; fi; exit 7",
     ]);
-    assert_eq!(code, Some(7), "{out}");
+    assert_eq!(run.code, Some(7), "{}", run.output);
 }
