@@ -28,6 +28,11 @@ use std::process::ExitCode;
 use clap::Parser;
 
 fn main() -> ExitCode {
+    // `hoist load ...` is Fortio's command line, not Envoy's: hand it over before clap.
+    let args: Vec<std::ffi::OsString> = std::env::args_os().collect();
+    if args.get(1).is_some_and(|a| a == "load") {
+        return hoist_load::cli::main(&args[2..]);
+    }
     let options = cli::Options::parse();
     logging::init(options.log_level.as_filter());
     server::run(options)
