@@ -13,7 +13,12 @@ use crate::flags::{self, FlagError, Kind, Parsed, Spec};
 use crate::options::{LoadOptions, TlsVersion};
 use crate::result::start_lines;
 
-const fn value(name: &'static str, placeholder: &'static str, help: &'static str, default: &'static str) -> Spec {
+const fn value(
+    name: &'static str,
+    placeholder: &'static str,
+    help: &'static str,
+    default: &'static str,
+) -> Spec {
     Spec {
         name,
         kind: Kind::Value,
@@ -95,7 +100,10 @@ pub fn main(args: &[OsString]) -> ExitCode {
             return ExitCode::from(1);
         }
     };
-    let json_path = parsed.last("json").map(str::to_string).filter(|p| !p.is_empty());
+    let json_path = parsed
+        .last("json")
+        .map(str::to_string)
+        .filter(|p| !p.is_empty());
     let opts = match options_from(&parsed) {
         Ok(o) => o,
         Err(msg) => {
@@ -124,7 +132,10 @@ pub fn main(args: &[OsString]) -> ExitCode {
         text.push('\n');
         let (written, name) = if path == "-" {
             let mut out = std::io::stdout().lock();
-            (out.write_all(text.as_bytes()).and_then(|()| out.flush()), "stdout".to_string())
+            (
+                out.write_all(text.as_bytes()).and_then(|()| out.flush()),
+                "stdout".to_string(),
+            )
         } else {
             (std::fs::write(&path, text.as_bytes()), path.clone())
         };
@@ -132,7 +143,10 @@ pub fn main(args: &[OsString]) -> ExitCode {
             eprintln!("Unable to write json to {name}: {e}");
             return ExitCode::from(1);
         }
-        eprintln!("Successfully wrote {} bytes of Json data to {name}", text.len());
+        eprintln!(
+            "Successfully wrote {} bytes of Json data to {name}",
+            text.len()
+        );
     }
     ExitCode::SUCCESS
 }
@@ -256,7 +270,12 @@ pub fn options_from(p: &Parsed) -> Result<LoadOptions, String> {
         .transpose()?;
     o.cipher = string(p, "cipher");
     o.threads = int(p, "threads")?
-        .map(|t| usize::try_from(t).ok().filter(|&t| t > 0).ok_or_else(|| invalid(&t.to_string(), "threads")))
+        .map(|t| {
+            usize::try_from(t)
+                .ok()
+                .filter(|&t| t > 0)
+                .ok_or_else(|| invalid(&t.to_string(), "threads"))
+        })
         .transpose()?;
     Ok(o)
 }
@@ -264,7 +283,8 @@ pub fn options_from(p: &Parsed) -> Result<LoadOptions, String> {
 /// Fortio's `-payload-file` > `-payload-size` > `-payload`.
 fn payload(p: &Parsed) -> Result<Vec<u8>, String> {
     if let Some(path) = string(p, "payload-file") {
-        return std::fs::read(&path).map_err(|e| format!("Payload file read operation failed: {path}: {e}"));
+        return std::fs::read(&path)
+            .map_err(|e| format!("Payload file read operation failed: {path}: {e}"));
     }
     if let Some(size) = int(p, "payload-size")?.filter(|&s| s > 0) {
         let size = usize::try_from(size).map_err(|_| invalid(&size.to_string(), "payload-size"))?;
@@ -292,7 +312,10 @@ pub fn parse_percentiles(list: &str) -> Result<Vec<f64>, String> {
     for item in list.split(',').map(str::trim).filter(|s| !s.is_empty()) {
         let p = flags::parse_float(item).ok_or_else(|| invalid(list, "p"))?;
         if !(p > 0.0 && p < 100.0) {
-            return Err(format!("percentile {} must be > 0 and < 100", crate::gofmt::g(p)));
+            return Err(format!(
+                "percentile {} must be > 0 and < 100",
+                crate::gofmt::g(p)
+            ));
         }
         out.push(p);
     }
@@ -315,22 +338,57 @@ mod tests {
     #[test]
     fn fortio_command_lines() {
         let o = opts(&[
-            "-c", "8", "-qps=0", "--t", "10s", "-H", "X-A: 1", "-H", "Host:v.example", "-k",
-            "-p", "50, 99.9", "https://127.0.0.1:10443/10m",
+            "-c",
+            "8",
+            "-qps=0",
+            "--t",
+            "10s",
+            "-H",
+            "X-A: 1",
+            "-H",
+            "Host:v.example",
+            "-k",
+            "-p",
+            "50, 99.9",
+            "https://127.0.0.1:10443/10m",
         ])
         .unwrap();
         assert_eq!(o.connections, 8);
         assert_eq!(o.qps, 0.0);
         assert_eq!(o.duration, Some(Duration::from_secs(10)));
-        assert_eq!(o.headers, vec![("X-A".into(), " 1".into()), ("Host".into(), "v.example".into())]);
+        assert_eq!(
+            o.headers,
+            vec![
+                ("X-A".into(), " 1".into()),
+                ("Host".into(), "v.example".into())
+            ]
+        );
         assert!(o.insecure);
         assert_eq!(o.percentiles, vec![50.0, 99.9]);
         assert_eq!(o.url, "https://127.0.0.1:10443/10m");
 
         let o = opts(&[
-            "-n", "100", "-keepalive=false", "-http1.0", "-tls-version", "1.2", "-cipher",
-            "ECDHE-RSA-AES256-GCM-SHA384", "-threads", "1", "-abort-on", "-1", "-resolve",
-            "127.0.0.1", "-timeout", "500ms", "-X", "PUT", "-payload", "abc", "u",
+            "-n",
+            "100",
+            "-keepalive=false",
+            "-http1.0",
+            "-tls-version",
+            "1.2",
+            "-cipher",
+            "ECDHE-RSA-AES256-GCM-SHA384",
+            "-threads",
+            "1",
+            "-abort-on",
+            "-1",
+            "-resolve",
+            "127.0.0.1",
+            "-timeout",
+            "500ms",
+            "-X",
+            "PUT",
+            "-payload",
+            "abc",
+            "u",
         ])
         .unwrap();
         assert_eq!(o.count, Some(100));
@@ -355,7 +413,9 @@ mod tests {
         assert!(opts(&["-h2", "u"]).unwrap_err().contains("not supported"));
         assert!(opts(&[]).is_err());
         assert!(opts(&["a", "b"]).is_err());
-        assert!(opts(&["-c", "x", "u"]).unwrap_err().contains("invalid value \"x\" for flag -c"));
+        assert!(opts(&["-c", "x", "u"])
+            .unwrap_err()
+            .contains("invalid value \"x\" for flag -c"));
         assert!(opts(&["-t", "5", "u"]).is_err());
         assert!(opts(&["-tls-version", "1.1", "u"]).is_err());
         assert!(opts(&["-resolve", "nohost", "u"]).is_err());
@@ -366,9 +426,15 @@ mod tests {
 
     #[test]
     fn percentile_lists() {
-        assert_eq!(parse_percentiles("50,75,90,99,99.9").unwrap(), vec![50.0, 75.0, 90.0, 99.0, 99.9]);
+        assert_eq!(
+            parse_percentiles("50,75,90,99,99.9").unwrap(),
+            vec![50.0, 75.0, 90.0, 99.0, 99.9]
+        );
         assert_eq!(parse_percentiles(" 90 ,").unwrap(), vec![90.0]);
-        assert_eq!(parse_percentiles("100").unwrap_err(), "percentile 100 must be > 0 and < 100");
+        assert_eq!(
+            parse_percentiles("100").unwrap_err(),
+            "percentile 100 must be > 0 and < 100"
+        );
         assert!(parse_percentiles("").is_err());
         assert!(parse_percentiles("a").is_err());
     }

@@ -63,7 +63,11 @@ pub fn build_request(opts: &LoadOptions, url: &Url) -> Vec<u8> {
         content_type = Some("application/octet-stream".to_string());
     }
     let version = if opts.http10 { "1.0" } else { "1.1" };
-    let mut req = format!("{} {} HTTP/{version}\r\n", opts.method(), url.request_target);
+    let mut req = format!(
+        "{} {} HTTP/{version}\r\n",
+        opts.method(),
+        url.request_target
+    );
     if !opts.http10 || host_given {
         req.push_str(&format!("Host: {host}\r\n"));
     }
@@ -183,8 +187,7 @@ impl Client {
             Transport::connect(self.target.addr, tls),
         )
         .await;
-        self.connect_times
-            .record(started.elapsed().as_secs_f64());
+        self.connect_times.record(started.elapsed().as_secs_f64());
         let transport = result.map_err(|_| TransportError::Timeout)??;
         if self.negotiated.is_none() {
             self.negotiated = transport.negotiated();

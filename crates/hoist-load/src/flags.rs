@@ -328,7 +328,11 @@ mod tests {
 
     #[test]
     fn repeated_flags_keep_every_value_and_the_last_wins() {
-        let p = parse(SPECS, &args(&["-H", "a: 1", "-H=b: 2", "-c", "1", "-c", "3"])).unwrap();
+        let p = parse(
+            SPECS,
+            &args(&["-H", "a: 1", "-H=b: 2", "-c", "1", "-c", "3"]),
+        )
+        .unwrap();
         assert_eq!(p.all("H").collect::<Vec<_>>(), vec!["a: 1", "b: 2"]);
         assert_eq!(p.last("c"), Some("3"));
     }
@@ -337,7 +341,9 @@ mod tests {
     fn errors_read_like_go() {
         assert_eq!(
             parse(SPECS, &args(&["-nope", "u"])),
-            Err(FlagError::Invalid("flag provided but not defined: -nope".into()))
+            Err(FlagError::Invalid(
+                "flag provided but not defined: -nope".into()
+            ))
         );
         assert_eq!(
             parse(SPECS, &args(&["-c"])),
@@ -358,9 +364,15 @@ mod tests {
     #[test]
     fn usage_lists_flags_like_print_defaults() {
         let u = usage(SPECS);
-        assert!(u.contains("  -c int\n    \tNumber of connections (default 4)\n"), "{u}");
+        assert!(
+            u.contains("  -c int\n    \tNumber of connections (default 4)\n"),
+            "{u}"
+        );
         assert!(u.contains("  -k\tDo not verify certs\n"), "{u}");
-        assert!(u.contains("  -keepalive\n    \tKeep connection alive (default true)\n"), "{u}");
+        assert!(
+            u.contains("  -keepalive\n    \tKeep connection alive (default true)\n"),
+            "{u}"
+        );
     }
 
     #[test]

@@ -27,7 +27,10 @@ impl Digits {
             }
         }
         if d.iter().all(|&c| c == b'0') {
-            return Digits { d: Vec::new(), dp: 0 };
+            return Digits {
+                d: Vec::new(),
+                dp: 0,
+            };
         }
         Digits { d, dp: exp + 1 }
     }
@@ -258,7 +261,10 @@ mod tests {
     #[test]
     fn go_durations() {
         assert_eq!(duration(Duration::from_secs(5)), "5s");
-        assert_eq!(duration(Duration::from_nanos(5_059_691_387)), "5.059691387s");
+        assert_eq!(
+            duration(Duration::from_nanos(5_059_691_387)),
+            "5.059691387s"
+        );
         assert_eq!(duration(Duration::from_nanos(970_755_702)), "970.755702ms");
         assert_eq!(duration(Duration::from_millis(100)), "100ms");
         assert_eq!(duration(Duration::from_micros(12)), "12µs");

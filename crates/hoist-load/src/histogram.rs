@@ -88,7 +88,15 @@ impl Counter {
 
     /// `"<msg> : count N avg A +/- S min M max X sum T"` with Fortio's number formats.
     pub fn line(&self, msg: &str) -> String {
-        counter_line(msg, self.count, self.avg(), self.std_dev(), self.min, self.max, self.sum)
+        counter_line(
+            msg,
+            self.count,
+            self.avg(),
+            self.std_dev(),
+            self.min,
+            self.max,
+            self.sum,
+        )
     }
 }
 
@@ -203,7 +211,15 @@ impl Histogram {
     }
 }
 
-fn counter_line(msg: &str, count: u64, avg: f64, std_dev: f64, min: f64, max: f64, sum: f64) -> String {
+fn counter_line(
+    msg: &str,
+    count: u64,
+    avg: f64,
+    std_dev: f64,
+    min: f64,
+    max: f64,
+    sum: f64,
+) -> String {
     format!(
         "{msg} : count {count} avg {} +/- {} min {} max {} sum {}\n",
         gofmt::g_prec(avg, 8),
@@ -294,7 +310,15 @@ impl HistogramData {
 
     /// The counter line alone (what Fortio prints for the size histograms).
     pub fn counter_line(&self, msg: &str) -> String {
-        counter_line(msg, self.count, self.avg, self.std_dev, self.min, self.max, self.sum)
+        counter_line(
+            msg,
+            self.count,
+            self.avg,
+            self.std_dev,
+            self.min,
+            self.max,
+            self.sum,
+        )
     }
 
     /// Fortio's `HistogramData.Print`: the counter line, the buckets and the percentiles, or
@@ -353,7 +377,10 @@ mod tests {
             .filter(|(_, &n)| n > 0)
             .map(|(i, &n)| (i, n))
             .collect();
-        assert_eq!(nonzero, vec![(0, 1), (3, 1), (4, 1), (13, 1), (44, 1), (56, 1)]);
+        assert_eq!(
+            nonzero,
+            vec![(0, 1), (3, 1), (4, 1), (13, 1), (44, 1), (56, 1)]
+        );
     }
 
     #[test]
@@ -362,7 +389,9 @@ mod tests {
         // Buckets: ]1,2] has 1 (20%), ]2,3] has 2 (60%), ]6,7] has 1 (80%), ]25,30] 1 (100%).
         // The first interval starts at min (1.5 ms), the last ends at max (30 ms).
         let h = hist(&[0.0015, 0.0025, 0.0025, 0.007, 0.030]);
-        let d = h.export().with_percentiles(&[10.0, 20.0, 50.0, 70.0, 90.0, 99.9, 100.0]);
+        let d = h
+            .export()
+            .with_percentiles(&[10.0, 20.0, 50.0, 70.0, 90.0, 99.9, 100.0]);
         let spans: Vec<(f64, f64, f64, u64)> = d
             .data
             .iter()
@@ -399,7 +428,10 @@ mod tests {
     #[test]
     fn print_matches_fortio_layout() {
         let h = hist(&[0.0015, 0.0025, 0.0025, 0.007, 0.030]);
-        let text = h.export().with_percentiles(&[50.0, 99.9]).print("Aggregated Function Time");
+        let text = h
+            .export()
+            .with_percentiles(&[50.0, 99.9])
+            .print("Aggregated Function Time");
         let expected = "Aggregated Function Time : count 5 avg 0.0087 +/- 0.01082 min 0.0015 max 0.03 sum 0.0435\n\
 # range, mid point, percentile, count\n\
 >= 0.0015 <= 0.002 , 0.00175 , 20.00, 1\n\
@@ -430,7 +462,10 @@ mod tests {
         let d = sizes.export();
         assert_eq!(d.data.len(), 2);
         assert_eq!((d.data[0].start, d.data[0].end), (1274.0, 1400.0));
-        assert_eq!((d.data[1].start, d.data[1].end), (10_000_000.0, 10_485_897.0));
+        assert_eq!(
+            (d.data[1].start, d.data[1].end),
+            (10_000_000.0, 10_485_897.0)
+        );
     }
 
     #[test]

@@ -73,7 +73,10 @@ impl RunResult {
             json!(u64::try_from(o.timeout.as_nanos()).unwrap_or(u64::MAX)),
         );
         put("UserCredentials", json!(""));
-        put("ContentType", json!(o.content_type.clone().unwrap_or_default()));
+        put(
+            "ContentType",
+            json!(o.content_type.clone().unwrap_or_default()),
+        );
         put(
             "Payload",
             if o.payload.is_empty() {
@@ -82,7 +85,10 @@ impl RunResult {
                 json!(base64::engine::general_purpose::STANDARD.encode(&o.payload))
             },
         );
-        put("MethodOverride", json!(o.method.clone().unwrap_or_default()));
+        put(
+            "MethodOverride",
+            json!(o.method.clone().unwrap_or_default()),
+        );
         put("LogErrors", json!(false));
         put("SequentialWarmup", json!(false));
         put("ConnReuseRange", json!([0, 0]));
@@ -121,7 +127,9 @@ impl RunResult {
 }
 
 fn path(p: &Option<std::path::PathBuf>) -> String {
-    p.as_ref().map(|p| p.display().to_string()).unwrap_or_default()
+    p.as_ref()
+        .map(|p| p.display().to_string())
+        .unwrap_or_default()
 }
 
 /// Fortio's `HistogramData`: Data is null without samples, Percentiles omitted when empty.
@@ -235,7 +243,10 @@ mod tests {
     fn times_and_ids() {
         let t = UNIX_EPOCH + Duration::new(1_783_720_246, 123_400_000);
         assert_eq!(rfc3339(t), "2026-07-10T21:50:46.1234Z");
-        assert_eq!(rfc3339(UNIX_EPOCH + Duration::from_secs(951_782_400)), "2000-02-29T00:00:00Z");
+        assert_eq!(
+            rfc3339(UNIX_EPOCH + Duration::from_secs(951_782_400)),
+            "2000-02-29T00:00:00Z"
+        );
         assert_eq!(
             run_id(t, "127.0.0.1:10443/10m , box"),
             "2026-07-10-215046_127_0_0_1_10443_10m_box"

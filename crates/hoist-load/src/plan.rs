@@ -60,7 +60,11 @@ impl Plan {
                     (None, Some(d)) => (q * d.as_secs_f64()) as u64,
                     (None, None) => 0,
                 };
-                let total = if exactly.is_none() { total.max(2) } else { total };
+                let total = if exactly.is_none() {
+                    total.max(2)
+                } else {
+                    total
+                };
                 if total < 2 {
                     plan.connections = 1;
                 } else if (2 * plan.connections) as u64 > total {
@@ -111,7 +115,10 @@ impl Plan {
                 }
             }
             Some(q) => {
-                let head = format!("Starting at {} qps with {c} thread(s) [gomax {threads}]", gofmt::g(q));
+                let head = format!(
+                    "Starting at {} qps with {c} thread(s) [gomax {threads}]",
+                    gofmt::g(q)
+                );
                 let total = self.calls_per_connection * c as u64;
                 match (self.exactly, self.duration) {
                     (Some(n), _) => format!(
@@ -147,7 +154,10 @@ mod tests {
     #[test]
     fn fortio_defaults_8_qps_4_connections_5_seconds() {
         let p = plan(4, 8.0, Some(5), None);
-        assert_eq!((p.connections, p.calls_per_connection, p.leftover), (4, 10, 0));
+        assert_eq!(
+            (p.connections, p.calls_per_connection, p.leftover),
+            (4, 10, 0)
+        );
         assert_eq!(p.requested_qps, "8");
         assert_eq!(p.requested_duration, "5s");
         assert_eq!(
@@ -159,7 +169,10 @@ mod tests {
     #[test]
     fn exact_counts_are_exact() {
         let p = plan(4, 0.0, Some(5), Some(10));
-        assert_eq!((p.connections, p.calls_per_connection, p.leftover), (4, 2, 2));
+        assert_eq!(
+            (p.connections, p.calls_per_connection, p.leftover),
+            (4, 2, 2)
+        );
         assert_eq!(p.calls_for(0) + 3 * p.calls_for(1), 10);
         assert_eq!(p.requested_duration, "exactly 10 calls");
         assert_eq!(

@@ -31,7 +31,9 @@ pub struct Summary {
 pub enum Progress {
     NeedMore,
     /// The response is complete; `consumed` bytes of the last input belonged to it.
-    Done { consumed: usize },
+    Done {
+        consumed: usize,
+    },
 }
 
 /// A response that does not parse.
@@ -47,7 +49,9 @@ impl fmt::Display for ResponseError {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Chunk {
     /// Reading the hex size; `digits` so far.
-    Size { digits: u8 },
+    Size {
+        digits: u8,
+    },
     /// Skipping a chunk extension up to the end of the line.
     Extension,
     /// Saw '\r' after the size line, expecting '\n'.
@@ -222,7 +226,9 @@ impl ResponseReader {
         self.head.clear();
         if (100..200).contains(&status) {
             if status == 101 {
-                return Err(ResponseError("101 Switching Protocols is not supported".into()));
+                return Err(ResponseError(
+                    "101 Switching Protocols is not supported".into(),
+                ));
             }
             // An interim response: the real one follows.
             return Ok(used);
@@ -477,7 +483,10 @@ mod tests {
         assert!(s.keep_alive);
         // Bare LF line endings are tolerated.
         let wire = "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n3\nabc\n0\n\n";
-        assert_eq!(every_split(wire.as_bytes(), false).total_bytes, wire.len() as u64);
+        assert_eq!(
+            every_split(wire.as_bytes(), false).total_bytes,
+            wire.len() as u64
+        );
     }
 
     #[test]
@@ -498,7 +507,10 @@ mod tests {
 
     #[test]
     fn keep_alive_rules() {
-        let s = every_split(b"HTTP/1.1 200 OK\r\nConnection: close\r\nContent-Length: 0\r\n\r\n", false);
+        let s = every_split(
+            b"HTTP/1.1 200 OK\r\nConnection: close\r\nContent-Length: 0\r\n\r\n",
+            false,
+        );
         assert!(!s.keep_alive);
         let s = every_split(b"HTTP/1.0 200 OK\r\nContent-Length: 0\r\n\r\n", false);
         assert!(!s.keep_alive);
@@ -511,7 +523,12 @@ mod tests {
         let mut r = ResponseReader::new();
         r.start(false, true);
         let wire = b"HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n";
-        assert_eq!(r.feed(wire), Ok(Progress::Done { consumed: wire.len() }));
+        assert_eq!(
+            r.feed(wire),
+            Ok(Progress::Done {
+                consumed: wire.len()
+            })
+        );
         assert!(!r.summary().keep_alive);
     }
 
@@ -539,7 +556,12 @@ mod tests {
         let mut r = ResponseReader::new();
         r.start(true, false);
         let wire = b"HTTP/1.1 200 OK\r\nContent-Length: 99\r\n\r\n";
-        assert_eq!(r.feed(wire), Ok(Progress::Done { consumed: wire.len() }));
+        assert_eq!(
+            r.feed(wire),
+            Ok(Progress::Done {
+                consumed: wire.len()
+            })
+        );
     }
 
     #[test]
@@ -548,17 +570,39 @@ mod tests {
         r.start(false, false);
         assert!(r.eof().is_err());
         for (wire, eof) in [
-            (&b"HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\nshort"[..], true),
-            (b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nab", true),
+            (
+                &b"HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\nshort"[..],
+                true,
+            ),
+            (
+                b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nab",
+                true,
+            ),
             (b"HTTP/1.1 200 OK\r\nContent-Length: x\r\n\r\n", false),
-            (b"HTTP/1.1 200 OK\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\n", false),
-            (b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n", false),
-            (b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n1\r\nabc", false),
-            (b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nffffffffffffffff\r\n", false),
+            (
+                b"HTTP/1.1 200 OK\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\n",
+                false,
+            ),
+            (
+                b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n",
+                false,
+            ),
+            (
+                b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n1\r\nabc",
+                false,
+            ),
+            (
+                b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nffffffffffffffff\r\n",
+                false,
+            ),
             (b"SSH-2.0-OpenSSH\r\n\r\n", false),
             (b"HTTP/1.1 101 Switching Protocols\r\n\r\n", false),
         ] {
-            assert!(read(wire, wire.len(), eof).is_err(), "{:?}", String::from_utf8_lossy(wire));
+            assert!(
+                read(wire, wire.len(), eof).is_err(),
+                "{:?}",
+                String::from_utf8_lossy(wire)
+            );
         }
     }
 

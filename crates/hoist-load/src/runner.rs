@@ -95,7 +95,7 @@ fn prepare(opts: &LoadOptions) -> Result<(Target, Url), LoadError> {
     if opts.connections == 0 {
         return Err(LoadError::Options("-c must be at least 1".into()));
     }
-    if !(opts.resolution > 0.0) || !opts.resolution.is_finite() {
+    if opts.resolution.is_nan() || opts.resolution <= 0.0 || opts.resolution.is_infinite() {
         return Err(LoadError::Options("-r must be > 0".into()));
     }
     if let Some(p) = opts.percentiles.iter().find(|&&p| !(p > 0.0 && p < 100.0)) {
@@ -241,7 +241,17 @@ pub fn run(opts: &LoadOptions) -> Result<RunResult, LoadError> {
     }
     let elapsed = start.elapsed();
     conns.sort_by_key(|c| c.id);
-    Ok(merge(opts, &plan, threads, &url, shared.target.addr, conns, start_time, elapsed, warmup))
+    Ok(merge(
+        opts,
+        &plan,
+        threads,
+        &url,
+        shared.target.addr,
+        conns,
+        start_time,
+        elapsed,
+        warmup,
+    ))
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -284,7 +294,10 @@ fn merge(
     let secs = elapsed.as_secs_f64();
     RunResult {
         url: opts.url.clone(),
-        labels: opts.labels.clone().unwrap_or_else(|| default_labels(url, &opts.url)),
+        labels: opts
+            .labels
+            .clone()
+            .unwrap_or_else(|| default_labels(url, &opts.url)),
         start_time,
         requested_qps: plan.requested_qps.clone(),
         requested_duration: requested_duration(plan, count),
@@ -404,7 +417,12 @@ async fn warm_up(clients: Vec<(usize, Client)>) -> (Vec<(usize, Client)>, Vec<(u
 }
 
 /// Fortio's `runOne` for one connection.
-async fn run_connection(id: usize, mut client: Client, shared: Arc<Shared>, start: Instant) -> ConnStats {
+async fn run_connection(
+    id: usize,
+    mut client: Client,
+    shared: Arc<Shared>,
+    start: Instant,
+) -> ConnStats {
     let opts = &shared.opts;
     let plan = &shared.plan;
     let mut stats = ConnStats::new(id, opts.resolution);
@@ -427,14 +445,10 @@ async fn run_connection(id: usize, mut client: Client, shared: Arc<Shared>, star
     let mut i: u64 = 0;
     loop {
         let call_start = Instant::now();
-        if !use_exactly {
-            if let Some(end) = end_time {
-                if call_start > end {
-                    if per_conn_qps.is_none() || (i >= 2 && i + 1 != num_calls) {
-                        break;
-                    }
-                }
-            }
+        // Time is up: Fortio still lets a paced connection make its last planned call.
+        let time_up = !use_exactly && end_time.is_some_and(|end| call_start > end);
+        if time_up && (per_conn_qps.is_none() || (i >= 2 && i + 1 != num_calls)) {
+            break;
         }
         if shared.opts.stop.load(Ordering::Relaxed) {
             break;
@@ -549,12 +563,31 @@ mod tests {
             ..LoadOptions::default()
         };
         for opts in [
-            LoadOptions { connections: 0, ..base.clone() },
-            LoadOptions { resolution: 0.0, ..base.clone() },
-            LoadOptions { percentiles: vec![100.0], ..base.clone() },
-            LoadOptions { threads: Some(0), ..base.clone() },
-            LoadOptions { url: "ftp://x/".into(), ..base.clone() },
-            LoadOptions { url: "https://h/".into(), cipher: Some("NOPE".into()), ..base.clone() },
+            LoadOptions {
+                connections: 0,
+                ..base.clone()
+            },
+            LoadOptions {
+                resolution: 0.0,
+                ..base.clone()
+            },
+            LoadOptions {
+                percentiles: vec![100.0],
+                ..base.clone()
+            },
+            LoadOptions {
+                threads: Some(0),
+                ..base.clone()
+            },
+            LoadOptions {
+                url: "ftp://x/".into(),
+                ..base.clone()
+            },
+            LoadOptions {
+                url: "https://h/".into(),
+                cipher: Some("NOPE".into()),
+                ..base.clone()
+            },
         ] {
             assert!(run(&opts).is_err());
         }

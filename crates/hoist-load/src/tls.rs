@@ -81,8 +81,14 @@ const OPENSSL_NAMES: &[(&str, CipherSuite)] = &[
         "ECDHE-ECDSA-CHACHA20-POLY1305",
         CipherSuite::TLS_ECDHE_ECDSA_WITH_CHACHA20_POLY1305_SHA256,
     ),
-    ("TLS_AES_128_GCM_SHA256", CipherSuite::TLS13_AES_128_GCM_SHA256),
-    ("TLS_AES_256_GCM_SHA384", CipherSuite::TLS13_AES_256_GCM_SHA384),
+    (
+        "TLS_AES_128_GCM_SHA256",
+        CipherSuite::TLS13_AES_128_GCM_SHA256,
+    ),
+    (
+        "TLS_AES_256_GCM_SHA384",
+        CipherSuite::TLS13_AES_256_GCM_SHA384,
+    ),
     (
         "TLS_CHACHA20_POLY1305_SHA256",
         CipherSuite::TLS13_CHACHA20_POLY1305_SHA256,
@@ -109,14 +115,21 @@ pub fn version_name(v: ProtocolVersion) -> String {
 /// The provider's suites named in `list` (OpenSSL or IANA names, separated by ':' or ',').
 fn select_suites(list: &str) -> Result<Vec<SupportedCipherSuite>, TlsConfigError> {
     let mut out: Vec<SupportedCipherSuite> = Vec::new();
-    for name in list.split([':', ',']).map(str::trim).filter(|n| !n.is_empty()) {
+    for name in list
+        .split([':', ','])
+        .map(str::trim)
+        .filter(|n| !n.is_empty())
+    {
         let wanted = OPENSSL_NAMES
             .iter()
             .find(|(n, _)| n.eq_ignore_ascii_case(name))
             .map(|(_, s)| *s);
         let found = aws_lc_rs::ALL_CIPHER_SUITES.iter().find(|s| {
             let id = s.suite();
-            wanted == Some(id) || id.as_str().is_some_and(|iana| iana.eq_ignore_ascii_case(name))
+            wanted == Some(id)
+                || id
+                    .as_str()
+                    .is_some_and(|iana| iana.eq_ignore_ascii_case(name))
         });
         match found {
             Some(s) if !out.iter().any(|o| o.suite() == s.suite()) => out.push(*s),
@@ -187,7 +200,10 @@ pub fn client_config(s: &TlsSettings<'_>) -> Result<Arc<ClientConfig>, TlsConfig
         (Some(cert), Some(key)) => {
             let chain = read_certs(cert)?;
             let key = PrivateKeyDer::from_pem_file(key).map_err(|e| {
-                TlsConfigError(format!("cannot read a private key from {}: {e}", key.display()))
+                TlsConfigError(format!(
+                    "cannot read a private key from {}: {e}",
+                    key.display()
+                ))
             })?;
             builder
                 .with_client_auth_cert(chain, key)
@@ -214,9 +230,17 @@ pub fn server_name(host: &str) -> Result<ServerName<'static>, TlsConfigError> {
 fn read_certs(path: &Path) -> Result<Vec<CertificateDer<'static>>, TlsConfigError> {
     let certs: Vec<CertificateDer<'static>> = CertificateDer::pem_file_iter(path)
         .and_then(|it| it.collect::<Result<Vec<_>, _>>())
-        .map_err(|e| TlsConfigError(format!("cannot read certificates from {}: {e}", path.display())))?;
+        .map_err(|e| {
+            TlsConfigError(format!(
+                "cannot read certificates from {}: {e}",
+                path.display()
+            ))
+        })?;
     if certs.is_empty() {
-        return Err(TlsConfigError(format!("no certificate in {}", path.display())));
+        return Err(TlsConfigError(format!(
+            "no certificate in {}",
+            path.display()
+        )));
     }
     Ok(certs)
 }
@@ -228,9 +252,7 @@ fn root_store(ca_cert: Option<&Path>) -> Result<RootCertStore, TlsConfigError> {
     let path = match ca_cert {
         Some(p) => p.to_path_buf(),
         None => system_bundle().ok_or_else(|| {
-            TlsConfigError(
-                "no system CA bundle found; pass -cacert FILE or -k".into(),
-            )
+            TlsConfigError("no system CA bundle found; pass -cacert FILE or -k".into())
         })?,
     };
     let certs = read_certs(&path)?;
@@ -246,16 +268,18 @@ fn root_store(ca_cert: Option<&Path>) -> Result<RootCertStore, TlsConfigError> {
 
 fn system_bundle() -> Option<std::path::PathBuf> {
     let from_env = std::env::var_os("SSL_CERT_FILE").map(std::path::PathBuf::from);
-    from_env.into_iter().chain(
-        [
-            "/etc/ssl/certs/ca-certificates.crt",
-            "/etc/pki/tls/certs/ca-bundle.crt",
-            "/etc/ssl/cert.pem",
-        ]
-        .iter()
-        .map(std::path::PathBuf::from),
-    )
-    .find(|p| p.is_file())
+    from_env
+        .into_iter()
+        .chain(
+            [
+                "/etc/ssl/certs/ca-certificates.crt",
+                "/etc/pki/tls/certs/ca-bundle.crt",
+                "/etc/ssl/cert.pem",
+            ]
+            .iter()
+            .map(std::path::PathBuf::from),
+        )
+        .find(|p| p.is_file())
 }
 
 /// `-k`: any certificate is accepted, but the handshake signatures are still checked so the
@@ -319,7 +343,10 @@ mod tests {
     fn cipher_names_openssl_and_iana() {
         let s = select_suites("ECDHE-RSA-AES256-GCM-SHA384").unwrap();
         assert_eq!(s.len(), 1);
-        assert_eq!(s[0].suite(), CipherSuite::TLS_ECDHE_RSA_WITH_AES_256_GCM_SHA384);
+        assert_eq!(
+            s[0].suite(),
+            CipherSuite::TLS_ECDHE_RSA_WITH_AES_256_GCM_SHA384
+        );
         let s = select_suites("TLS_AES_128_GCM_SHA256:TLS13_AES_256_GCM_SHA384").unwrap();
         assert_eq!(
             s.iter().map(|s| s.suite()).collect::<Vec<_>>(),
@@ -329,7 +356,10 @@ mod tests {
             ]
         );
         let s = select_suites("TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256").unwrap();
-        assert_eq!(s[0].suite(), CipherSuite::TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256);
+        assert_eq!(
+            s[0].suite(),
+            CipherSuite::TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256
+        );
         assert!(select_suites("RC4-MD5").is_err());
         assert!(select_suites("").is_err());
         assert_eq!(

@@ -444,7 +444,11 @@ impl Tls {
 }
 
 /// Appends a handshake (or post-handshake) record to `outgoing`, growing it as needed.
-fn encode(e: &mut EncodeTlsData<'_, ClientConnectionData>, outgoing: &mut Vec<u8>, out_len: &mut usize) {
+fn encode(
+    e: &mut EncodeTlsData<'_, ClientConnectionData>,
+    outgoing: &mut Vec<u8>,
+    out_len: &mut usize,
+) {
     loop {
         match e.encode(&mut outgoing[*out_len..]) {
             Ok(n) => {

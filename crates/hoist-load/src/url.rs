@@ -57,7 +57,9 @@ impl Target {
             )));
         }
         if authority.contains('@') {
-            return Err(UrlError(format!("user info in URLs is not supported: {url:?}")));
+            return Err(UrlError(format!(
+                "user info in URLs is not supported: {url:?}"
+            )));
         }
         let default_port = if https { 443 } else { 80 };
         let (host, port) = split_host_port(authority, default_port)
@@ -119,7 +121,10 @@ mod tests {
 
         // Fortio assumes http:// when the scheme is missing.
         let t = Target::parse("localhost:8080?a").unwrap();
-        assert_eq!((t.host.as_str(), t.port, t.https), ("localhost", 8080, false));
+        assert_eq!(
+            (t.host.as_str(), t.port, t.https),
+            ("localhost", 8080, false)
+        );
         assert_eq!(t.request_target, "/?a");
 
         let t = Target::parse("https://[::1]:8443/p").unwrap();

@@ -24,7 +24,9 @@ fn opts(url: String) -> LoadOptions {
 
 #[test]
 fn exact_count_over_keepalive_plain_http() {
-    let Some(nginx) = Nginx::start("count") else { return };
+    let Some(nginx) = Nginx::start("count") else {
+        return;
+    };
     let r = run(&LoadOptions {
         connections: 3,
         count: Some(7),
@@ -32,26 +34,38 @@ fn exact_count_over_keepalive_plain_http() {
     })
     .unwrap();
     assert_eq!(r.histogram.count, 7);
-    assert_eq!(r.ret_codes.clone().into_iter().collect::<Vec<_>>(), vec![(200, 7)]);
+    assert_eq!(
+        r.ret_codes.clone().into_iter().collect::<Vec<_>>(),
+        vec![(200, 7)]
+    );
     assert_eq!(r.errors.count, 0);
     assert_eq!(r.warmup_calls, 0);
     assert_eq!(r.sockets, vec![1, 1, 1]);
     assert_eq!(r.sockets_used, 3);
     let head = r.header_sizes.min;
-    assert!(head > 100.0 && head == r.header_sizes.max, "{:?}", r.header_sizes);
+    assert!(
+        head > 100.0 && head == r.header_sizes.max,
+        "{:?}",
+        r.header_sizes
+    );
     assert_eq!(r.sizes.min, head + KB1 as f64);
     assert_eq!(r.sizes.max, r.sizes.min);
     assert_eq!(r.bytes_received, 7 * (head as u64 + KB1 as u64));
     assert!(r.gbps() > 0.0);
     let text = r.text_report();
     assert!(text.contains("Code 200 : 7 (100.0 %)\n"), "{text}");
-    assert!(text.contains("Sockets used: 3 (for perfect keepalive, would be 3)\n"), "{text}");
+    assert!(
+        text.contains("Sockets used: 3 (for perfect keepalive, would be 3)\n"),
+        "{text}"
+    );
     assert!(text.contains("All done 7 calls (plus 0 warmup) "), "{text}");
 }
 
 #[test]
 fn ten_megabytes_over_tls12_aes256_gcm() {
-    let Some(nginx) = Nginx::start("tls12") else { return };
+    let Some(nginx) = Nginx::start("tls12") else {
+        return;
+    };
     // The name in the URL is checked against the certificate; -resolve picks the address.
     let r = run(&LoadOptions {
         connections: 2,
@@ -64,7 +78,13 @@ fn ten_megabytes_over_tls12_aes256_gcm() {
         ..opts(format!("https://localhost:{}/10m", nginx.tls))
     })
     .unwrap();
-    assert_eq!(r.ret_codes.get(&200), Some(&4), "{:?} {:?}", r.ret_codes, r.first_error);
+    assert_eq!(
+        r.ret_codes.get(&200),
+        Some(&4),
+        "{:?} {:?}",
+        r.ret_codes,
+        r.first_error
+    );
     let n = r.negotiated.clone().unwrap();
     assert_eq!(n.version, "TLSv1.2");
     assert_eq!(n.cipher, "ECDHE-RSA-AES256-GCM-SHA384");
@@ -74,12 +94,16 @@ fn ten_megabytes_over_tls12_aes256_gcm() {
     assert_eq!(r.sizes.max, head + MB10 as f64);
     assert_eq!(r.bytes_received, 4 * (head as u64 + MB10 as u64));
     assert_eq!(r.sockets_used, 2);
-    assert!(r.text_report().contains("TLS: TLSv1.2 ECDHE-RSA-AES256-GCM-SHA384\n"));
+    assert!(r
+        .text_report()
+        .contains("TLS: TLSv1.2 ECDHE-RSA-AES256-GCM-SHA384\n"));
 }
 
 #[test]
 fn tls13_and_certificate_checks() {
-    let Some(nginx) = Nginx::start("tls13") else { return };
+    let Some(nginx) = Nginx::start("tls13") else {
+        return;
+    };
     let base = LoadOptions {
         connections: 1,
         count: Some(2),
@@ -109,7 +133,9 @@ fn tls13_and_certificate_checks() {
 
 #[test]
 fn chunked_responses_match_curl_and_keep_the_connection() {
-    let Some(nginx) = Nginx::start("chunked") else { return };
+    let Some(nginx) = Nginx::start("chunked") else {
+        return;
+    };
     let url = nginx.http("/gzip/text");
     let (head, body) = nginx.curl_sizes(&["-H", "Accept-Encoding: gzip"], &url);
     let r = run(&LoadOptions {
@@ -129,7 +155,9 @@ fn chunked_responses_match_curl_and_keep_the_connection() {
 
 #[test]
 fn close_delimited_bodies_over_http10() {
-    let Some(nginx) = Nginx::start("http10") else { return };
+    let Some(nginx) = Nginx::start("http10") else {
+        return;
+    };
     let url = nginx.http("/gzip/text");
     let (head, body) = nginx.curl_sizes(&["--http1.0", "-H", "Accept-Encoding: gzip"], &url);
     let r = run(&LoadOptions {
@@ -148,7 +176,9 @@ fn close_delimited_bodies_over_http10() {
 
 #[test]
 fn connection_close_responses_reconnect() {
-    let Some(nginx) = Nginx::start("closing") else { return };
+    let Some(nginx) = Nginx::start("closing") else {
+        return;
+    };
     let r = run(&LoadOptions {
         connections: 1,
         count: Some(6),
@@ -180,7 +210,10 @@ fn socket_errors_against_a_closed_port() {
         ..opts(url.clone())
     })
     .unwrap();
-    assert_eq!(r.ret_codes.clone().into_iter().collect::<Vec<_>>(), vec![(-1, 4)]);
+    assert_eq!(
+        r.ret_codes.clone().into_iter().collect::<Vec<_>>(),
+        vec![(-1, 4)]
+    );
     assert_eq!(r.histogram.count, 4);
     assert_eq!(r.errors.count, 4);
     assert_eq!(r.sockets_used, 4);
@@ -194,7 +227,11 @@ fn socket_errors_against_a_closed_port() {
     })
     .unwrap_err();
     assert!(matches!(err, LoadError::Warmup(_)), "{err}");
-    assert!(err.to_string().starts_with(&format!("error -1 for {url} (0 bytes)")), "{err}");
+    assert!(
+        err.to_string()
+            .starts_with(&format!("error -1 for {url} (0 bytes)")),
+        "{err}"
+    );
     // ...unless allowed.
     let r = run(&LoadOptions {
         connections: 1,
@@ -209,14 +246,19 @@ fn socket_errors_against_a_closed_port() {
 
 #[test]
 fn status_codes_are_counted_on_a_kept_connection() {
-    let Some(nginx) = Nginx::start("codes") else { return };
+    let Some(nginx) = Nginx::start("codes") else {
+        return;
+    };
     let r = run(&LoadOptions {
         connections: 1,
         count: Some(5),
         ..opts(nginx.http("/missing"))
     })
     .unwrap();
-    assert_eq!(r.ret_codes.clone().into_iter().collect::<Vec<_>>(), vec![(404, 5)]);
+    assert_eq!(
+        r.ret_codes.clone().into_iter().collect::<Vec<_>>(),
+        vec![(404, 5)]
+    );
     assert_eq!(r.errors.count, 5);
     assert_eq!(r.sockets_used, 1);
     // -abort-on stops the run at the first such code.
@@ -228,12 +270,17 @@ fn status_codes_are_counted_on_a_kept_connection() {
     })
     .unwrap();
     assert_eq!(r.histogram.count, 1);
-    assert_eq!(r.requested_duration, "exactly 50 calls, interrupted after 1");
+    assert_eq!(
+        r.requested_duration,
+        "exactly 50 calls, interrupted after 1"
+    );
 }
 
 #[test]
 fn payload_makes_a_post_with_its_length() {
-    let Some(nginx) = Nginx::start("post") else { return };
+    let Some(nginx) = Nginx::start("post") else {
+        return;
+    };
     // nginx answers "<method> <content length>\n" on /echo.
     let post = run(&LoadOptions {
         connections: 1,
@@ -243,7 +290,10 @@ fn payload_makes_a_post_with_its_length() {
     })
     .unwrap();
     assert_eq!(post.ret_codes.get(&200), Some(&2));
-    assert_eq!(post.sizes.min - post.header_sizes.min, "POST 5\n".len() as f64);
+    assert_eq!(
+        post.sizes.min - post.header_sizes.min,
+        "POST 5\n".len() as f64
+    );
     let get = run(&LoadOptions {
         connections: 1,
         count: Some(1),
@@ -255,7 +305,9 @@ fn payload_makes_a_post_with_its_length() {
 
 #[test]
 fn paced_runs_make_the_exact_count_and_record_pauses() {
-    let Some(nginx) = Nginx::start("paced") else { return };
+    let Some(nginx) = Nginx::start("paced") else {
+        return;
+    };
     let r = run(&LoadOptions {
         connections: 2,
         count: Some(6),
@@ -274,7 +326,9 @@ fn paced_runs_make_the_exact_count_and_record_pauses() {
 
 #[test]
 fn timed_runs_warm_up_each_connection_and_can_be_stopped() {
-    let Some(nginx) = Nginx::start("timed") else { return };
+    let Some(nginx) = Nginx::start("timed") else {
+        return;
+    };
     let r = run(&LoadOptions {
         connections: 2,
         duration: Some(Duration::from_millis(300)),
@@ -304,7 +358,9 @@ fn timed_runs_warm_up_each_connection_and_can_be_stopped() {
 
 #[test]
 fn json_has_fortio_fields_in_order() {
-    let Some(nginx) = Nginx::start("json") else { return };
+    let Some(nginx) = Nginx::start("json") else {
+        return;
+    };
     let url = nginx.http("/1k");
     let r = run(&LoadOptions {
         connections: 2,
@@ -339,7 +395,11 @@ fn json_has_fortio_fields_in_order() {
     ];
     let positions: Vec<usize> = wanted
         .iter()
-        .map(|w| keys.iter().position(|k| k == w).unwrap_or_else(|| panic!("no {w}")))
+        .map(|w| {
+            keys.iter()
+                .position(|k| k == w)
+                .unwrap_or_else(|| panic!("no {w}"))
+        })
         .collect();
     assert!(positions.windows(2).all(|p| p[0] < p[1]), "{keys:?}");
     assert_eq!(v["RunType"], "HTTP");
@@ -355,7 +415,16 @@ fn json_has_fortio_fields_in_order() {
     let hkeys: Vec<&str> = h.as_object().unwrap().keys().map(|k| k.as_str()).collect();
     assert_eq!(
         hkeys,
-        vec!["Count", "Min", "Max", "Sum", "Avg", "StdDev", "Data", "Percentiles"]
+        vec![
+            "Count",
+            "Min",
+            "Max",
+            "Sum",
+            "Avg",
+            "StdDev",
+            "Data",
+            "Percentiles"
+        ]
     );
     assert_eq!(h["Count"], 10);
     assert_eq!(h["Percentiles"].as_array().unwrap().len(), 5);

@@ -57,20 +57,71 @@ impl Nginx {
         write_payload(&dir.join("www/1k"), KB1);
         write_payload(&dir.join("www/10m"), MB10);
         // Compressible text, large enough for several gzip chunks.
-        let text: String = (0..8000).map(|i| format!("line {i} of a compressible text\n")).collect();
+        let text: String = (0..8000)
+            .map(|i| format!("line {i} of a compressible text\n"))
+            .collect();
         std::fs::write(dir.join("www/gzip/text"), text).unwrap();
         // A CA and a server certificate it signs (webpki rejects a self-signed CA certificate
         // used as the server's own).
         let ca = dir.join("ca.pem");
-        let cert = dir.join("cert.pem");
-        openssl(&dir, &["req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2", "-subj", "/CN=hoist-load test CA", "-keyout", "ca.key", "-out", "ca.pem"]);
-        openssl(&dir, &["req", "-newkey", "rsa:2048", "-nodes", "-subj", "/CN=localhost", "-keyout", "key.pem", "-out", "leaf.csr"]);
+        openssl(
+            &dir,
+            &[
+                "req",
+                "-x509",
+                "-newkey",
+                "rsa:2048",
+                "-nodes",
+                "-days",
+                "2",
+                "-subj",
+                "/CN=hoist-load test CA",
+                "-keyout",
+                "ca.key",
+                "-out",
+                "ca.pem",
+            ],
+        );
+        openssl(
+            &dir,
+            &[
+                "req",
+                "-newkey",
+                "rsa:2048",
+                "-nodes",
+                "-subj",
+                "/CN=localhost",
+                "-keyout",
+                "key.pem",
+                "-out",
+                "leaf.csr",
+            ],
+        );
         std::fs::write(
             dir.join("leaf.ext"),
             "basicConstraints=CA:FALSE\nextendedKeyUsage=serverAuth\nsubjectAltName=DNS:localhost,IP:127.0.0.1\n",
         )
         .unwrap();
-        openssl(&dir, &["x509", "-req", "-in", "leaf.csr", "-CA", "ca.pem", "-CAkey", "ca.key", "-CAcreateserial", "-days", "2", "-extfile", "leaf.ext", "-out", "cert.pem"]);
+        openssl(
+            &dir,
+            &[
+                "x509",
+                "-req",
+                "-in",
+                "leaf.csr",
+                "-CA",
+                "ca.pem",
+                "-CAkey",
+                "ca.key",
+                "-CAcreateserial",
+                "-days",
+                "2",
+                "-extfile",
+                "leaf.ext",
+                "-out",
+                "cert.pem",
+            ],
+        );
         let plain = free_port();
         let tls = free_port();
         let d = dir.display();
@@ -211,7 +262,13 @@ fn openssl(dir: &Path, args: &[&str]) {
 }
 
 fn which(name: &str) -> Result<PathBuf, ()> {
-    for dir in ["/usr/sbin", "/usr/bin", "/usr/local/sbin", "/usr/local/bin", "/sbin"] {
+    for dir in [
+        "/usr/sbin",
+        "/usr/bin",
+        "/usr/local/sbin",
+        "/usr/local/bin",
+        "/sbin",
+    ] {
         let p = Path::new(dir).join(name);
         if p.is_file() {
             return Ok(p);
