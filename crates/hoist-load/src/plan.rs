@@ -67,7 +67,7 @@ impl Plan {
                 };
                 if total < 2 {
                     plan.connections = 1;
-                } else if (2 * plan.connections) as u64 > total {
+                } else if (plan.connections as u64).saturating_mul(2) > total {
                     plan.connections = usize::try_from(total / 2).unwrap_or(1).max(1);
                 }
                 let c = plan.connections as u64;

@@ -22,6 +22,9 @@ use crate::result::{ConnectionReport, RunResult};
 use crate::transport::Negotiated;
 use crate::url::Target as Url;
 
+/// More connections than this is a typo, not a load test (and would exhaust descriptors).
+const MAX_CONNECTIONS: usize = 1_000_000;
+
 /// Longest single sleep between checks of the stop flag.
 const STOP_POLL: Duration = Duration::from_millis(50);
 
@@ -92,8 +95,10 @@ pub(crate) fn code_is_ok(code: i32) -> bool {
 
 /// Checks the options, resolves the target and prepares the request.
 fn prepare(opts: &LoadOptions) -> Result<(Target, Url), LoadError> {
-    if opts.connections == 0 {
-        return Err(LoadError::Options("-c must be at least 1".into()));
+    if opts.connections == 0 || opts.connections > MAX_CONNECTIONS {
+        return Err(LoadError::Options(format!(
+            "-c must be between 1 and {MAX_CONNECTIONS}"
+        )));
     }
     if opts.resolution.is_nan() || opts.resolution <= 0.0 || opts.resolution.is_infinite() {
         return Err(LoadError::Options("-r must be > 0".into()));
@@ -430,14 +435,15 @@ async fn run_connection(
     let n = plan.connections as f64;
     let per_conn_qps = plan.qps.map(|q| q / n);
     let use_exactly = plan.exactly.is_some();
-    let end_time = plan.duration.map(|d| start + d);
+    // A duration too long to represent is no limit at all.
+    let end_time = plan.duration.and_then(|d| start.checked_add(d));
     let mut rng = Rng::new(id);
     let mut start = start;
     if let (Some(q), true) = (per_conn_qps, opts.uniform) {
         // Spread the connections evenly over one period.
         let period = 1.0 / q;
-        let delay = Duration::from_secs_f64(period * id as f64 / n);
-        start += delay;
+        let delay = seconds(period * id as f64 / n);
+        start = start.checked_add(delay).unwrap_or(start);
         if pause(delay, &shared).await {
             return finish(stats, client);
         }
@@ -477,7 +483,7 @@ async fn run_connection(
                 sleep += rng.jitter(sleep);
             }
             stats.sleeps.record(sleep);
-            if sleep > 0.0 && pause(Duration::from_secs_f64(sleep), &shared).await {
+            if sleep > 0.0 && pause(seconds(sleep), &shared).await {
                 break;
             }
         }
@@ -494,7 +500,8 @@ fn finish(mut stats: ConnStats, client: Client) -> ConnStats {
 
 /// Sleeps `d`, waking early when the run is stopped; returns whether it was.
 async fn pause(d: Duration, shared: &Shared) -> bool {
-    let deadline = Instant::now() + d;
+    let now = Instant::now();
+    let deadline = now.checked_add(d).unwrap_or(now);
     loop {
         if shared.opts.stop.load(Ordering::Relaxed) {
             return true;
@@ -505,6 +512,16 @@ async fn pause(d: Duration, shared: &Shared) -> bool {
         }
         tokio::time::sleep(left.min(STOP_POLL)).await;
     }
+}
+
+/// A pause in seconds as a Duration; absurd rates (`-qps 1e-300`) give absurd pauses, which
+/// are capped rather than allowed to overflow.
+fn seconds(s: f64) -> Duration {
+    const CAP: f64 = 365.0 * 86_400.0;
+    if s.is_nan() || s <= 0.0 {
+        return Duration::ZERO;
+    }
+    Duration::from_secs_f64(s.min(CAP))
 }
 
 /// xorshift64*: jitter needs cheap, not cryptographic, randomness.
@@ -527,12 +544,16 @@ impl Rng {
 
     /// Fortio's `getJitter`: uniform in [-10%, +10%] of `t` (seconds), none when t <= 0.
     fn jitter(&mut self, t: f64) -> f64 {
-        let i = (t * 1e9 / 10.0 + 0.5) as i64;
+        if t.is_nan() || t <= 0.0 {
+            return 0.0;
+        }
+        // Nanoseconds, as Fortio; capped (a year) so that absurd pauses cannot overflow.
+        let i = ((t.min(365.0 * 86_400.0) * 1e9 / 10.0 + 0.5) as i128).min(i128::from(u64::MAX));
         if i <= 0 {
             return 0.0;
         }
-        let span = (2 * i + 1) as u64;
-        let j = (self.next() % span) as i64 - i;
+        let span = 2 * i + 1;
+        let j = i128::from(self.next()) % span - i;
         j as f64 / 1e9
     }
 }
@@ -554,6 +575,17 @@ mod tests {
         }
         assert!(seen_neg && seen_pos);
         assert_eq!(rng.jitter(-0.5), 0.0);
+        assert!(rng.jitter(f64::INFINITY).is_finite());
+        assert_eq!(rng.jitter(f64::NAN), 0.0);
+    }
+
+    #[test]
+    fn pauses_are_capped_not_overflowed() {
+        assert_eq!(seconds(f64::NAN), Duration::ZERO);
+        assert_eq!(seconds(-3.0), Duration::ZERO);
+        assert_eq!(seconds(0.25), Duration::from_millis(250));
+        assert_eq!(seconds(1e300), Duration::from_secs(365 * 86_400));
+        assert_eq!(seconds(f64::INFINITY), Duration::from_secs(365 * 86_400));
     }
 
     #[test]
@@ -565,6 +597,10 @@ mod tests {
         for opts in [
             LoadOptions {
                 connections: 0,
+                ..base.clone()
+            },
+            LoadOptions {
+                connections: usize::MAX,
                 ..base.clone()
             },
             LoadOptions {

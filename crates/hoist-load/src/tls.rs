@@ -324,8 +324,8 @@ impl ServerCertVerifier for AcceptAnyCertificate {
     }
 }
 
-/// Keeps `CryptoProvider` in the public vocabulary of this module for callers that want the
-/// same suites (the benchmark lists them).
+/// The `-cipher` names this client can offer (the aws-lc-rs provider's suites), e.g. for the
+/// benchmark to list or validate its matrix.
 pub fn supported_cipher_names() -> Vec<&'static str> {
     let provider: CryptoProvider = aws_lc_rs::default_provider();
     OPENSSL_NAMES
