@@ -99,17 +99,7 @@ impl RunResult {
         put("HeaderSizes", histogram(&self.header_sizes));
         put("Sockets", json!(self.sockets));
         put("SocketCount", json!(self.sockets_used));
-        let conn_stats = HistogramData {
-            count: self.connection_time.count,
-            min: self.connection_time.min,
-            max: self.connection_time.max,
-            sum: self.connection_time.sum,
-            avg: self.connection_time.avg(),
-            std_dev: self.connection_time.std_dev(),
-            data: Vec::new(),
-            percentiles: Vec::new(),
-        };
-        put("ConnectionStats", histogram(&conn_stats));
+        put("ConnectionStats", histogram(&self.connection_stats));
         put("AbortOn", json!(o.abort_on.unwrap_or(0)));
         put("Gbps", json!(self.gbps()));
         put("BytesReceived", json!(self.bytes_received));

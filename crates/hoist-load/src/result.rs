@@ -57,8 +57,8 @@ pub struct RunResult {
     pub bytes_received: u64,
     /// Unmeasured warm-up calls (one per connection, none with a call count).
     pub warmup_calls: u64,
-    /// Connect times over all connections.
-    pub connection_time: Counter,
+    /// Connect (and TLS handshake) times over all connections, with the percentiles.
+    pub connection_stats: HistogramData,
     pub connections: Vec<ConnectionReport>,
     /// Pauses between paced calls (only with a rate); negative when running behind.
     pub sleep_times: Option<Histogram>,
@@ -109,7 +109,7 @@ impl RunResult {
                 c.sockets, self.resolved
             );
         }
-        out.push_str(&self.connection_time.line("Connection time (s)"));
+        out.push_str(&self.connection_stats.print("Connection time histogram (s)"));
         let _ = writeln!(
             out,
             "Sockets used: {} (for perfect keepalive, would be {})",

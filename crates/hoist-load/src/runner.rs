@@ -319,7 +319,10 @@ fn merge(
         sockets_used: reports.iter().map(|r| r.sockets).sum(),
         bytes_received: total.bytes,
         warmup_calls: if warmup { plan.connections as u64 } else { 0 },
-        connection_time: total.connect_times.counter.clone(),
+        connection_stats: total
+            .connect_times
+            .export()
+            .with_percentiles(&opts.percentiles),
         connections: reports,
         sleep_times: plan.qps.map(|_| total.sleeps.clone()),
         resolved: addr.to_string(),
