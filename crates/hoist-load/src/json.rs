@@ -243,4 +243,115 @@ mod tests {
         );
         assert_eq!(run_id(t, ""), "2026-07-10-215046");
     }
+
+    #[test]
+    fn fortio_field_names_and_order() {
+        let v = crate::result::tests::sample().to_json();
+        let keys: Vec<&str> = v.as_object().unwrap().keys().map(String::as_str).collect();
+        assert_eq!(
+            keys,
+            vec![
+                "RunType",
+                "Labels",
+                "StartTime",
+                "RequestedQPS",
+                "RequestedDuration",
+                "ActualQPS",
+                "ActualDuration",
+                "NumThreads",
+                "Version",
+                "DurationHistogram",
+                "ErrorsDurationHistogram",
+                "Exactly",
+                "Jitter",
+                "Uniform",
+                "NoCatchUp",
+                "RunID",
+                "AccessLoggerInfo",
+                "ID",
+                "RetCodes",
+                "IPCountMap",
+                "Insecure",
+                "MTLS",
+                "CACert",
+                "Cert",
+                "Key",
+                "UnixDomainSocket",
+                "URL",
+                "NumConnections",
+                "Compression",
+                "DisableFastClient",
+                "HTTP10",
+                "H2",
+                "DisableKeepAlive",
+                "AllowHalfClose",
+                "FollowRedirects",
+                "Resolve",
+                "HTTPReqTimeOut",
+                "UserCredentials",
+                "ContentType",
+                "Payload",
+                "MethodOverride",
+                "LogErrors",
+                "SequentialWarmup",
+                "ConnReuseRange",
+                "NoResolveEachConn",
+                "Offset",
+                "Resolution",
+                "Sizes",
+                "HeaderSizes",
+                "Sockets",
+                "SocketCount",
+                "ConnectionStats",
+                "AbortOn",
+                "Gbps",
+                "BytesReceived",
+                "ClientThreads",
+                "TLSVersion",
+                "Cipher",
+            ]
+        );
+        assert_eq!(v["StartTime"], "2026-07-10T21:50:46Z");
+        assert_eq!(v["RequestedQPS"], "max");
+        assert_eq!(v["RequestedDuration"], "exactly 4 calls");
+        assert_eq!(v["ActualDuration"], 2_000_000_000u64);
+        assert_eq!(v["NumThreads"], 2);
+        assert_eq!(v["Version"], crate::result::VERSION);
+        assert_eq!(v["ID"], "2026-07-10-215046_test");
+        assert_eq!(v["RetCodes"], json!({"200": 3, "503": 1}));
+        assert_eq!(v["HTTPReqTimeOut"], 3_000_000_000u64);
+        assert!(v["Payload"].is_null());
+        assert_eq!(v["Sockets"], json!([1, 2]));
+        assert_eq!(v["SocketCount"], 3);
+        assert_eq!(v["Cipher"], "ECDHE-RSA-AES256-GCM-SHA384");
+        let h = &v["DurationHistogram"];
+        assert_eq!(
+            h.as_object()
+                .unwrap()
+                .keys()
+                .map(String::as_str)
+                .collect::<Vec<_>>(),
+            vec![
+                "Count",
+                "Min",
+                "Max",
+                "Sum",
+                "Avg",
+                "StdDev",
+                "Data",
+                "Percentiles"
+            ]
+        );
+        assert_eq!(
+            h["Data"][1],
+            json!({"Start": 0.002, "End": 0.003, "Percent": 75.0, "Count": 2})
+        );
+        assert_eq!(
+            h["Percentiles"][0],
+            json!({"Percentile": 50.0, "Value": 0.0025})
+        );
+        // Sizes carry no percentiles, as in Fortio.
+        assert!(v["Sizes"].get("Percentiles").is_none());
+        assert_eq!(v["Sizes"]["Sum"], 3522.0);
+    }
 }

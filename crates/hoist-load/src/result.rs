@@ -197,3 +197,135 @@ fn sleep_lines(sleeps: &Histogram) -> String {
         sleeps.counter.line("Sleep times")
     }
 }
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use super::*;
+
+    /// A result with known numbers: 4 calls over 2 connections (one reconnected), one 503.
+    pub(crate) fn sample() -> RunResult {
+        let options = LoadOptions {
+            url: "https://127.0.0.1:10443/1k".into(),
+            connections: 2,
+            count: Some(4),
+            qps: 0.0,
+            percentiles: vec![50.0, 99.0],
+            ..LoadOptions::default()
+        };
+        let plan = Plan::new(&options);
+        let mut durations = Histogram::new(0.0, 0.001);
+        let mut errors = Histogram::new(0.0, 0.001);
+        let mut sizes = Histogram::new(0.0, 100.0);
+        let mut heads = Histogram::new(0.0, 5.0);
+        for (d, size) in [
+            (0.0015, 1124.0),
+            (0.0025, 1124.0),
+            (0.0025, 1124.0),
+            (0.030, 150.0),
+        ] {
+            durations.record(d);
+            sizes.record(size);
+            heads.record(100.0);
+        }
+        errors.record(0.030);
+        let mut connect = Histogram::new(0.0, 0.001);
+        let mut conn0 = Counter::default();
+        conn0.record(0.001);
+        let mut conn1 = Counter::default();
+        for t in [0.002, 0.003] {
+            conn1.record(t);
+        }
+        for t in [0.001, 0.002, 0.003] {
+            connect.record(t);
+        }
+        RunResult {
+            url: options.url.clone(),
+            labels: "test".into(),
+            start_time: std::time::UNIX_EPOCH + Duration::from_secs(1_783_720_246),
+            requested_qps: plan.requested_qps.clone(),
+            requested_duration: plan.requested_duration.clone(),
+            actual_qps: 2.0,
+            actual_duration: Duration::from_secs(2),
+            num_connections: 2,
+            client_threads: 1,
+            histogram: durations.export().with_percentiles(&options.percentiles),
+            errors: errors.export().with_percentiles(&options.percentiles),
+            ret_codes: [(200, 3), (503, 1)].into_iter().collect(),
+            sizes: sizes.export(),
+            header_sizes: heads.export(),
+            sockets: vec![1, 2],
+            sockets_used: 3,
+            bytes_received: 3522,
+            warmup_calls: 0,
+            connection_stats: connect.export().with_percentiles(&options.percentiles),
+            connections: vec![
+                ConnectionReport {
+                    sockets: 1,
+                    connect_times: conn0,
+                },
+                ConnectionReport {
+                    sockets: 2,
+                    connect_times: conn1,
+                },
+            ],
+            sleep_times: None,
+            resolved: "127.0.0.1:10443".into(),
+            negotiated: Some(Negotiated {
+                version: "TLSv1.2".into(),
+                cipher: "ECDHE-RSA-AES256-GCM-SHA384".into(),
+            }),
+            first_error: None,
+            options,
+            plan,
+        }
+    }
+
+    #[test]
+    fn summary_lines_read_like_fortio() {
+        let text = sample().text_summary();
+        let expected = "\
+Ended after 2s : 4 calls. qps=2
+Aggregated Function Time : count 4 avg 0.009125 +/- 0.01206 min 0.0015 max 0.03 sum 0.0365
+# range, mid point, percentile, count
+>= 0.0015 <= 0.002 , 0.00175 , 25.00, 1
+> 0.002 <= 0.003 , 0.0025 , 75.00, 2
+> 0.025 <= 0.03 , 0.0275 , 100.00, 1
+# target 50% 0.0025
+# target 99% 0.0298
+Error cases : count 1 avg 0.03 +/- 0 min 0.03 max 0.03 sum 0.03
+# range, mid point, percentile, count
+>= 0.03 <= 0.03 , 0.03 , 100.00, 1
+# target 50% 0.03
+# target 99% 0.03
+# Socket and IP used for each connection:
+[0]   1 socket used, resolved to 127.0.0.1:10443, connection timing : count 1 avg 0.001 +/- 0 min 0.001 max 0.001 sum 0.001
+[1]   2 socket used, resolved to 127.0.0.1:10443, connection timing : count 2 avg 0.0025 +/- 0.0005 min 0.002 max 0.003 sum 0.005
+Connection time histogram (s) : count 3 avg 0.002 +/- 0.0008165 min 0.001 max 0.003 sum 0.006
+# range, mid point, percentile, count
+>= 0.001 <= 0.001 , 0.001 , 33.33, 1
+> 0.001 <= 0.002 , 0.0015 , 66.67, 1
+> 0.002 <= 0.003 , 0.0025 , 100.00, 1
+# target 50% 0.0015
+# target 99% 0.00297
+Sockets used: 3 (for perfect keepalive, would be 2)
+Uniform: false, Jitter: false, Catchup allowed: true
+IP addresses distribution:
+127.0.0.1:10443: 3
+Code 200 : 3 (75.0 %)
+Code 503 : 1 (25.0 %)
+Response Header Sizes : count 4 avg 100 +/- 0 min 100 max 100 sum 400
+Response Body/Total Sizes : count 4 avg 880.5 +/- 421.8 min 150 max 1124 sum 3522
+TLS: TLSv1.2 ECDHE-RSA-AES256-GCM-SHA384
+Throughput: 1.41e-05 Gbps
+All done 4 calls (plus 0 warmup) 9.125 ms avg, 2.0 qps
+";
+        assert_eq!(text, expected);
+    }
+
+    #[test]
+    fn gbps_is_qps_times_mean_size() {
+        let r = sample();
+        // 2 calls/s x 880.5 bytes x 8 bits.
+        assert!((r.gbps() - 2.0 * 880.5 * 8.0 / 1e9).abs() < 1e-18);
+    }
+}
