@@ -22,6 +22,7 @@ pub mod gofmt;
 pub mod histogram;
 mod json;
 pub mod options;
+mod periodic;
 pub mod plan;
 pub mod response;
 mod result;
