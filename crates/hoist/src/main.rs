@@ -28,10 +28,15 @@ use std::process::ExitCode;
 use clap::Parser;
 
 fn main() -> ExitCode {
-    // Subcommands with their own flag syntax come before Envoy's command line.
-    let args: Vec<String> = std::env::args().collect();
-    if args.get(1).map(String::as_str) == Some("bench") {
-        return hoist_bench::main(&args[2..]);
+    // Subcommands with their own command lines come before Envoy's: `hoist load` speaks
+    // Fortio's flags, `hoist bench` its own.
+    let args: Vec<std::ffi::OsString> = std::env::args_os().collect();
+    if args.get(1).is_some_and(|a| a == "load") {
+        return hoist_load::cli::main(&args[2..]);
+    }
+    if args.get(1).is_some_and(|a| a == "bench") {
+        let rest: Vec<String> = args[2..].iter().map(|a| a.to_string_lossy().into_owned()).collect();
+        return hoist_bench::main(&rest);
     }
     let options = cli::Options::parse();
     logging::init(options.log_level.as_filter());
