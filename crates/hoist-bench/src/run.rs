@@ -427,23 +427,35 @@ fn fail_all(group: &[Cell], why: &str) -> Vec<CellResult> {
         .collect()
 }
 
+/// One progress line per cell: rewritten in place on a terminal, one line each otherwise.
 fn progress(n: usize, total: usize, cell: &Cell, started: &Instant) {
+    use std::io::IsTerminal;
     let elapsed = started.elapsed().as_secs_f64();
     let left = if n > 1 {
         elapsed / (n - 1) as f64 * (total + 1 - n) as f64
     } else {
         0.0
     };
+    let phase = if cell.rate.is_some() {
+        "equal-rate "
+    } else {
+        ""
+    };
     let rate = cell
         .rate
         .map_or_else(|| "max".to_string(), |r| format!("{r} rps"));
-    eprint!(
-        "\r\x1b[K[{n}/{total}] {} {} /{} at {rate}; about {} left",
+    let line = format!(
+        "[{phase}{n}/{total}] {} {} /{} at {rate}; about {} left",
         cell.subject.label(),
         cell.cipher,
         cell.size,
         human(left)
     );
+    if std::io::stderr().is_terminal() {
+        eprint!("\r\x1b[K{line}");
+    } else {
+        eprintln!("{line}");
+    }
 }
 
 fn human(seconds: f64) -> String {

@@ -35,7 +35,10 @@ fn main() -> ExitCode {
         return hoist_load::cli::main(&args[2..]);
     }
     if args.get(1).is_some_and(|a| a == "bench") {
-        let rest: Vec<String> = args[2..].iter().map(|a| a.to_string_lossy().into_owned()).collect();
+        let rest: Vec<String> = args[2..]
+            .iter()
+            .map(|a| a.to_string_lossy().into_owned())
+            .collect();
         return hoist_bench::main(&rest);
     }
     let options = cli::Options::parse();
