@@ -56,10 +56,6 @@ impl HeaderAdds {
         Ok(HeaderAdds(adds))
     }
 
-    pub fn is_empty(&self) -> bool {
-        self.0.is_empty()
-    }
-
     pub fn apply(&self, headers: &mut HeaderMap) {
         for h in &self.0 {
             match h.action {

@@ -108,10 +108,6 @@ impl TokenBucket {
         }
     }
 
-    pub fn spec(&self) -> &TokenBucketSpec {
-        &self.spec
-    }
-
     pub fn max_tokens(&self) -> u32 {
         self.spec.max_tokens
     }
