@@ -15,6 +15,12 @@ mod source;
 
 pub use error::ConfigError;
 
+/// Decoders of messages that HTTP filter configurations share with the route configuration, for
+/// filters that decode their [`RawTypedConfig`](model::RawTypedConfig) with [`reader`].
+pub mod decoders {
+    pub use crate::decode::{header_value_option, rate_limit};
+}
+
 use std::path::Path;
 
 /// Loads a bootstrap from `--config-path` and/or `--config-yaml` (merged over the file the way

@@ -20,6 +20,7 @@ use hoist_stats::Store;
 
 use crate::buffer;
 use crate::filter::{FilterStatus, HttpFilter, LocalReply, StreamContext, StreamInfo, StreamState};
+use crate::local_ratelimit;
 
 /// A per-route configuration as a filter's factory decoded it.
 pub type RouteConfig = Arc<dyn Any + Send + Sync>;
@@ -34,6 +35,7 @@ pub struct BuildContext<'a> {
 
 enum FilterConfig {
     Buffer(Arc<buffer::Config>),
+    LocalRateLimit(Arc<local_ratelimit::Config>),
 }
 
 struct Entry {
@@ -51,6 +53,7 @@ macro_rules! dispatch {
     ($value:expr, $f:ident => $body:expr) => {
         match $value {
             Self::Buffer($f) => $body,
+            Self::LocalRateLimit($f) => $body,
         }
     };
 }
@@ -66,6 +69,9 @@ impl FilterChainConfig {
                 buffer::TYPE_NAME => {
                     FilterConfig::Buffer(Arc::new(buffer::Config::decode(&f.config, cx)?))
                 }
+                local_ratelimit::TYPE_NAME => FilterConfig::LocalRateLimit(Arc::new(
+                    local_ratelimit::Config::decode(&f.config, cx)?,
+                )),
                 other => {
                     return Err(ConfigError::new(
                         f.config.yaml_path.clone(),
@@ -105,6 +111,7 @@ impl FilterChainConfig {
         };
         let config: RouteConfig = match &self.entries[index].config {
             FilterConfig::Buffer(_) => Arc::new(buffer::RouteConfig::decode(raw)?),
+            FilterConfig::LocalRateLimit(c) => Arc::new(c.decode_route(raw)?),
         };
         Ok(Some((index, config)))
     }
@@ -118,6 +125,9 @@ impl FilterChainConfig {
                 FilterConfig::Buffer(c) => {
                     WorkerFilter::Buffer(buffer::Worker::new(c.clone(), slot))
                 }
+                FilterConfig::LocalRateLimit(c) => {
+                    WorkerFilter::LocalRateLimit(local_ratelimit::Worker::new(c.clone(), slot))
+                }
             })
             .collect();
         WorkerFilterChain { filters }
@@ -126,6 +136,7 @@ impl FilterChainConfig {
 
 enum WorkerFilter {
     Buffer(buffer::Worker),
+    LocalRateLimit(local_ratelimit::Worker),
 }
 
 /// One worker's filter chain.
@@ -146,6 +157,7 @@ impl WorkerFilterChain {
                 .iter()
                 .map(|w| match w {
                     WorkerFilter::Buffer(w) => StreamFilter::Buffer(w.stream()),
+                    WorkerFilter::LocalRateLimit(w) => StreamFilter::LocalRateLimit(w.stream()),
                 })
                 .collect(),
             resume_at: 0,
@@ -155,6 +167,7 @@ impl WorkerFilterChain {
 
 enum StreamFilter<'w> {
     Buffer(buffer::Filter<'w>),
+    LocalRateLimit(local_ratelimit::Filter<'w>),
 }
 
 impl StreamFilter<'_> {

@@ -9,6 +9,7 @@
 mod buffer;
 pub mod chain;
 mod filter;
+pub mod local_ratelimit;
 
 pub use chain::{
     BuildContext, Decision, FilterChainConfig, RouteConfig, StreamFilters, WorkerFilterChain,

@@ -9,8 +9,11 @@ mod hcm;
 mod headers;
 mod http_filters;
 mod listener;
+mod rate_limit;
 mod route;
 mod route_match;
 mod tls;
 
 pub(crate) use bootstrap::bootstrap;
+pub use headers::header_value_option;
+pub use rate_limit::rate_limit;

@@ -66,7 +66,7 @@ pub(crate) fn route_match(node: &Node) -> Result<RouteMatch> {
     })
 }
 
-fn header_matcher(node: &Node) -> Result<HeaderMatcher> {
+pub(crate) fn header_matcher(node: &Node) -> Result<HeaderMatcher> {
     let mut m = node.message()?;
     let name = header_name(&m.required("name")?)?;
     let which = m.oneof(
