@@ -7,6 +7,10 @@ here="$(cd "$(dirname "$0")" && pwd)"
 out="$here/data"
 mkdir -p "$out/certs" "$out/payloads"
 cd "$out"
+# One run at a time (tests may start it concurrently): a half-written key or payload must
+# never be seen.
+exec 9>"$out/.lock"
+flock 9
 
 cert() { # name keyspec cn
   local name=$1 keyspec=$2 cn=$3
@@ -31,7 +35,7 @@ cert b.example ec b.example
 payload() { # name bytes
   local f="payloads/$1.bin"
   [ -f "$f" ] && [ "$(stat -c %s "$f")" = "$2" ] && return 0
-  head -c "$2" /dev/urandom > "$f"
+  head -c "$2" /dev/urandom > "$f.tmp" && mv "$f.tmp" "$f"
 }
 payload 1k 1024
 payload 10k 10240
