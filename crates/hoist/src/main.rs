@@ -14,6 +14,7 @@ mod default_config;
 mod drain;
 mod http1;
 mod http2;
+mod limits;
 mod listener;
 mod logging;
 mod request_id;
@@ -43,5 +44,6 @@ fn main() -> ExitCode {
     }
     let options = cli::Options::parse();
     logging::init(options.log_level.as_filter());
+    limits::raise_fd_limit();
     server::run(options)
 }
