@@ -70,6 +70,6 @@ pub use gauge::{Gauge, ImportMode, WorkerGauge};
 pub use histogram::{
     Histogram, HistogramStatistics, Unit, WorkerHistogram, BUCKET_BOUNDS, SUPPORTED_QUANTILES,
 };
-pub use params::{StatsFormat, StatsParams, StatsType};
+pub use params::{parse_query, StatsFormat, StatsParams, StatsType};
 pub use render::{render, Rendered};
 pub use store::Store;

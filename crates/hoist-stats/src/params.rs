@@ -82,9 +82,10 @@ impl StatsParams {
     }
 }
 
-/// `k=v&k2&...`, percent-decoded. `+` stays a plus: Envoy does not decode it, and it is a
-/// regex quantifier in `filter=`. The first occurrence of a key wins, as in Envoy.
-fn parse_query(query: &str) -> Vec<(String, String)> {
+/// An admin query string `k=v&k2&...`, percent-decoded, as Envoy's admin parses it for every
+/// endpoint. `+` stays a plus: Envoy does not decode it, and it is a regex quantifier in
+/// `filter=`. The first occurrence of a key wins, as in Envoy.
+pub fn parse_query(query: &str) -> Vec<(String, String)> {
     query
         .split('&')
         .filter(|p| !p.is_empty())

@@ -5,7 +5,7 @@ use std::sync::atomic::Ordering;
 use hoist_http::RequestHead;
 use serde_json::json;
 
-use super::{parse_query, AdminResponse};
+use super::AdminResponse;
 use crate::server::ServerState;
 
 /// A request's query: raw (for the stats parameters, parsed as Envoy parses them) and decoded.
@@ -132,7 +132,7 @@ pub fn dispatch(state: &ServerState, head: &RequestHead) -> AdminResponse {
     let path = head.path_only();
     let query = Query {
         raw: head.query().unwrap_or(""),
-        pairs: parse_query(head.query()),
+        pairs: hoist_stats::parse_query(head.query().unwrap_or("")),
     };
     let path = if path == "/" { "/help" } else { path };
     let Some(ep) = ENDPOINTS.iter().find(|e| e.path == path) else {

@@ -2,8 +2,7 @@
 //! with Envoy's semantics for each.
 
 use hoist_config::model::{
-    HeaderMatchSpec, HeaderMatcher, PathMatch, QueryParameterMatchSpec, QueryParameterMatcher,
-    RouteMatch,
+    HeaderMatcher, PathMatch, QueryParameterMatchSpec, QueryParameterMatcher, RouteMatch,
 };
 use hoist_http::RequestHead;
 
@@ -73,22 +72,7 @@ fn header_value(name: &str, input: &MatchInput<'_>) -> Option<String> {
 }
 
 fn header_matches(h: &HeaderMatcher, input: &MatchInput<'_>) -> bool {
-    let value = header_value(&h.name, input);
-    let value = match (value, h.treat_missing_as_empty) {
-        (Some(v), _) => Some(v),
-        (None, true) => Some(String::new()),
-        (None, false) => None,
-    };
-    let matched = match (&h.spec, &value) {
-        (HeaderMatchSpec::Present(want), v) => v.is_some() == *want,
-        // A missing header never matches a value matcher, even inverted (Envoy semantics).
-        (_, None) => return false,
-        (HeaderMatchSpec::String(sm), Some(v)) => sm.matches(v),
-        (HeaderMatchSpec::Range { start, end }, Some(v)) => {
-            v.parse::<i64>().is_ok_and(|n| n >= *start && n < *end)
-        }
-    };
-    matched != h.invert_match
+    h.matches(header_value(&h.name, input).as_deref())
 }
 
 fn query_matches(q: &QueryParameterMatcher, query: Option<&str>) -> bool {
@@ -110,7 +94,7 @@ fn query_matches(q: &QueryParameterMatcher, query: Option<&str>) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use hoist_config::model::{StringMatch, StringMatcher};
+    use hoist_config::model::{HeaderMatchSpec, StringMatch, StringMatcher};
     use hoist_http::Version;
 
     fn head(path: &str) -> RequestHead {
