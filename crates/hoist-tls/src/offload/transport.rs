@@ -1,0 +1,666 @@
+//! The kernel-TLS transport: plaintext in and out of a socket whose record layer the kernel
+//! runs. What stays in user space is what the kernel hands back: non-data records on the read
+//! side (alerts, TLS 1.3 KeyUpdate, anything unexpected) and the records hoist must send itself
+//! (close_notify, KeyUpdate, fatal alerts), plus the count of records sent under each key.
+//!
+//! Reads are always recvmsg with a control buffer, because a plain read() fails with EIO when
+//! the next record is not application data. Writes are plain sends (the kernel frames records);
+//! a file body goes with sendfile(2) behind the head sent with MSG_MORE, so the proxy never
+//! touches its bytes.
+
+use std::collections::VecDeque;
+use std::future::poll_fn;
+use std::io::{self, IoSlice};
+use std::os::fd::AsFd;
+use std::pin::Pin;
+use std::task::{ready, Context, Poll};
+
+use rustls::kernel::KernelConnection;
+use rustls::server::ServerConnectionData;
+use rustls::{ProtocolVersion, SupportedCipherSuite};
+use tokio::io::{AsyncRead, AsyncWrite, Interest, ReadBuf};
+use tokio::net::TcpStream;
+
+use super::crypto_info::CryptoInfo;
+use super::records::RecordBudget;
+use super::sys::{Direction, Linux, Sys, RECORD_ALERT, RECORD_APPLICATION_DATA, RECORD_HANDSHAKE};
+use super::{ErrorReason, EventSink, OffloadEvent};
+use crate::file::FileRegion;
+use crate::transport::{TlsInfo, Transport};
+
+/// Below this much room in the caller's buffer, reads go through an internal buffer, so that
+/// a whole control record (an alert, a KeyUpdate) always arrives in one piece.
+const MIN_DIRECT_READ: usize = 64;
+/// Room for one record's plaintext.
+const SCRATCH: usize = 16384 + 256;
+/// Largest count passed to one sendfile call.
+const SENDFILE_CHUNK: u64 = 1 << 30;
+/// Warning alerts ignored in one poll before yielding to other tasks.
+const MAX_IGNORED_ALERTS: usize = 16;
+
+const ALERT_WARNING: u8 = 1;
+const ALERT_FATAL: u8 = 2;
+const ALERT_CLOSE_NOTIFY: u8 = 0;
+const ALERT_UNEXPECTED_MESSAGE: u8 = 10;
+const ALERT_INTERNAL_ERROR: u8 = 80;
+const ALERT_USER_CANCELED: u8 = 90;
+const HANDSHAKE_KEY_UPDATE: u8 = 24;
+
+/// A record hoist sends itself, and what to do once it is out.
+#[derive(Clone, Copy, Debug)]
+struct Control {
+    record_type: u8,
+    bytes: [u8; 5],
+    len: usize,
+    sent: usize,
+    then: Then,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Then {
+    Nothing,
+    /// Our KeyUpdate is out: the next records use the new TX key.
+    InstallTxKey,
+}
+
+impl Control {
+    fn alert(level: u8, description: u8) -> Control {
+        Control {
+            record_type: RECORD_ALERT,
+            bytes: [level, description, 0, 0, 0],
+            len: 2,
+            sent: 0,
+            then: Then::Nothing,
+        }
+    }
+
+    fn key_update(update_requested: bool) -> Control {
+        Control {
+            record_type: RECORD_HANDSHAKE,
+            bytes: [HANDSHAKE_KEY_UPDATE, 0, 0, 1, u8::from(update_requested)],
+            len: 5,
+            sent: 0,
+            then: Then::InstallTxKey,
+        }
+    }
+}
+
+#[derive(Debug)]
+enum ReadSide {
+    Open,
+    /// close_notify or FIN: reads return 0.
+    Eof,
+    Failed(io::ErrorKind, String),
+}
+
+#[derive(Debug, PartialEq, Eq)]
+enum WriteSide {
+    Open,
+    /// No more application data may go out (the reason), but close_notify still may.
+    Stopped(&'static str),
+    /// close_notify queued or sent, or a fatal alert: nothing more.
+    Closed,
+    /// The kernel aborted the socket (or a send failed): not even close_notify.
+    Failed,
+}
+
+enum Flow {
+    Continue,
+    Eof,
+    Fail(io::Error),
+}
+
+pub struct KtlsTransport<S: Sys = Linux> {
+    tcp: TcpStream,
+    sys: S,
+    kernel: KernelConnection<ServerConnectionData>,
+    info: TlsInfo,
+    version: ProtocolVersion,
+    tls13: bool,
+    can_rekey: bool,
+    budget: RecordBudget,
+    read: ReadSide,
+    write: WriteSide,
+    pending: VecDeque<Control>,
+    events: Option<EventSink>,
+    /// The first error reason reported (one per connection).
+    reported: bool,
+    scratch: Vec<u8>,
+    leftover: Vec<u8>,
+    leftover_pos: usize,
+}
+
+impl<S: Sys> KtlsTransport<S> {
+    pub(crate) fn new(
+        tcp: TcpStream,
+        sys: S,
+        kernel: KernelConnection<ServerConnectionData>,
+        info: TlsInfo,
+        can_rekey: bool,
+    ) -> KtlsTransport<S> {
+        let version = kernel.protocol_version();
+        let limit = confidentiality_limit(kernel.negotiated_cipher_suite());
+        KtlsTransport {
+            tcp,
+            sys,
+            info,
+            version,
+            tls13: version == ProtocolVersion::TLSv1_3,
+            can_rekey,
+            kernel,
+            budget: RecordBudget::new(limit),
+            read: ReadSide::Open,
+            write: WriteSide::Open,
+            pending: VecDeque::new(),
+            events: None,
+            reported: false,
+            scratch: Vec::new(),
+            leftover: Vec::new(),
+            leftover_pos: 0,
+        }
+    }
+
+    /// Where rekeys and errors are reported.
+    pub fn set_event_sink(&mut self, sink: EventSink) {
+        self.events = Some(sink);
+    }
+
+    /// "sw" or "hw" (or "unknown"), once the caller has asked the kernel.
+    pub fn set_offload_label(&mut self, label: &'static str) {
+        self.info.offload = label;
+    }
+
+    pub fn tcp(&self) -> &TcpStream {
+        &self.tcp
+    }
+
+    /// Records sent under the current TX key (an upper bound).
+    pub fn records_sent(&self) -> u64 {
+        self.budget.used()
+    }
+
+    #[cfg(test)]
+    pub(crate) fn set_record_limit(&mut self, limit: u64) {
+        self.budget = RecordBudget::new(limit);
+    }
+
+    fn emit(&self, event: OffloadEvent) {
+        if let Some(sink) = &self.events {
+            sink(event);
+        }
+    }
+
+    fn report(&mut self, reason: ErrorReason) {
+        if !self.reported {
+            self.reported = true;
+            self.emit(OffloadEvent::Error(reason));
+        }
+    }
+
+    /// Sends the queued control records, then does what each asks for afterwards.
+    fn poll_pending(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        while let Some(ctl) = self.pending.front().copied() {
+            if self.write == WriteSide::Failed {
+                self.pending.clear();
+                break;
+            }
+            ready!(self.tcp.poll_write_ready(cx))?;
+            let (tcp, sys) = (&self.tcp, &self.sys);
+            let res = tcp.try_io(Interest::WRITABLE, || {
+                sys.send_record(tcp.as_fd(), ctl.record_type, &ctl.bytes[ctl.sent..ctl.len])
+            });
+            match res {
+                Ok(n) => {
+                    let sent = ctl.sent + n;
+                    if sent < ctl.len {
+                        if let Some(front) = self.pending.front_mut() {
+                            front.sent = sent;
+                        }
+                        continue;
+                    }
+                    self.pending.pop_front();
+                    self.budget.charge_record();
+                    if ctl.then == Then::InstallTxKey {
+                        if let Err(e) = self.install_key(Direction::Tx) {
+                            self.write = WriteSide::Failed;
+                            self.report(ErrorReason::RekeyFailed);
+                            return Poll::Ready(Err(e));
+                        }
+                    }
+                }
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
+                Err(e) => {
+                    self.pending.clear();
+                    return Poll::Ready(Err(self.write_failed(e)));
+                }
+            }
+        }
+        Poll::Ready(Ok(()))
+    }
+
+    /// Asks rustls for the next secret of `dir` and hands it to the kernel.
+    fn install_key(&mut self, dir: Direction) -> io::Result<()> {
+        let next = match dir {
+            Direction::Tx => self.kernel.update_tx_secret(),
+            Direction::Rx => self.kernel.update_rx_secret(),
+        };
+        let (seq, secrets) = next.map_err(|e| io::Error::other(format!("TLS key update: {e}")))?;
+        let info = CryptoInfo::from_secrets(self.version, seq, &secrets)
+            .map_err(|e| io::Error::other(format!("TLS key update: {e}")))?;
+        drop(secrets);
+        self.sys.set_crypto(self.tcp.as_fd(), dir, &info)?;
+        if dir == Direction::Tx {
+            self.budget.reset();
+        }
+        self.emit(OffloadEvent::Rekey(dir));
+        Ok(())
+    }
+
+    fn write_failed(&mut self, e: io::Error) -> io::Error {
+        self.write = WriteSide::Failed;
+        if let Some(reason) = kernel_error_reason(&e) {
+            self.report(reason);
+        }
+        e
+    }
+
+    fn check_writable(&self) -> io::Result<()> {
+        match self.write {
+            WriteSide::Open => Ok(()),
+            WriteSide::Stopped(why) => Err(io::Error::new(io::ErrorKind::BrokenPipe, why)),
+            WriteSide::Closed | WriteSide::Failed => Err(io::Error::new(
+                io::ErrorKind::BrokenPipe,
+                "TLS stream already shut down",
+            )),
+        }
+    }
+
+    /// The most bytes the next send may carry; retires the TX key first when its record
+    /// budget is spent (a KeyUpdate on TLS 1.3 kernels that rekey, a graceful close otherwise).
+    fn poll_allowance(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<usize>> {
+        loop {
+            let allowance = self.budget.allowance();
+            if allowance > 0 {
+                return Poll::Ready(Ok(allowance));
+            }
+            if !(self.tls13 && self.can_rekey) {
+                self.report(ErrorReason::RecordLimit);
+                self.queue_close_notify();
+                let _ = self.poll_pending(cx);
+                return Poll::Ready(Err(io::Error::new(
+                    io::ErrorKind::BrokenPipe,
+                    "TLS record limit of the key reached; connection closed",
+                )));
+            }
+            if !self.pending.iter().any(|c| c.then == Then::InstallTxKey) {
+                self.pending.push_back(Control::key_update(false));
+            }
+            ready!(self.poll_pending(cx))?;
+            if self.budget.allowance() == 0 {
+                return Poll::Ready(Err(io::Error::other("TLS record budget too small")));
+            }
+        }
+    }
+
+    fn queue_close_notify(&mut self) {
+        if matches!(self.write, WriteSide::Open | WriteSide::Stopped(_)) {
+            self.write = WriteSide::Closed;
+            self.pending
+                .push_back(Control::alert(ALERT_WARNING, ALERT_CLOSE_NOTIFY));
+        }
+    }
+
+    fn poll_send(
+        &mut self,
+        cx: &mut Context<'_>,
+        bufs: &[IoSlice<'_>],
+        more: bool,
+    ) -> Poll<io::Result<usize>> {
+        ready!(self.poll_pending(cx))?;
+        self.check_writable()?;
+        let total = bufs.iter().map(|b| b.len()).sum::<usize>();
+        if total == 0 {
+            return Poll::Ready(Ok(0));
+        }
+        let allowance = ready!(self.poll_allowance(cx))?;
+        loop {
+            ready!(self.tcp.poll_write_ready(cx))?;
+            let (tcp, sys) = (&self.tcp, &self.sys);
+            let res = if total <= allowance {
+                tcp.try_io(Interest::WRITABLE, || sys.send(tcp.as_fd(), bufs, more))
+            } else {
+                let first = bufs
+                    .iter()
+                    .find(|b| !b.is_empty())
+                    .map_or(&[][..], |b| &b[..]);
+                let part = [IoSlice::new(&first[..first.len().min(allowance)])];
+                tcp.try_io(Interest::WRITABLE, || sys.send(tcp.as_fd(), &part, more))
+            };
+            match res {
+                Ok(n) => {
+                    self.budget.charge(n);
+                    return Poll::Ready(Ok(n));
+                }
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
+                Err(e) => return Poll::Ready(Err(self.write_failed(e))),
+            }
+        }
+    }
+
+    /// One sendfile call's worth of `file` from `*offset` to `end`.
+    fn poll_sendfile(
+        &mut self,
+        cx: &mut Context<'_>,
+        file: &std::fs::File,
+        offset: &mut u64,
+        end: u64,
+    ) -> Poll<io::Result<()>> {
+        ready!(self.poll_pending(cx))?;
+        self.check_writable()?;
+        let allowance = ready!(self.poll_allowance(cx))?;
+        let count = (end - *offset).min(SENDFILE_CHUNK).min(allowance as u64) as usize;
+        loop {
+            ready!(self.tcp.poll_write_ready(cx))?;
+            let (tcp, sys) = (&self.tcp, &self.sys);
+            let res = tcp.try_io(Interest::WRITABLE, || {
+                sys.sendfile(tcp.as_fd(), file, offset, count)
+            });
+            match res {
+                Ok(0) => {
+                    return Poll::Ready(Err(io::Error::new(
+                        io::ErrorKind::UnexpectedEof,
+                        "file region extends past the end of the file",
+                    )))
+                }
+                Ok(n) => {
+                    self.budget.charge(n);
+                    return Poll::Ready(Ok(()));
+                }
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
+                Err(e) => return Poll::Ready(Err(self.write_failed(e))),
+            }
+        }
+    }
+
+    /// A record that is not application data arrived: `head` holds its first bytes, `len` its
+    /// length (what this read returned of it), `eor` whether the read ended it.
+    fn on_control(
+        &mut self,
+        cx: &mut Context<'_>,
+        record_type: u8,
+        head: &[u8],
+        len: usize,
+        eor: bool,
+    ) -> Flow {
+        match record_type {
+            RECORD_ALERT if len == 2 && head.len() == 2 && eor => {
+                let (level, description) = (head[0], head[1]);
+                if description == ALERT_CLOSE_NOTIFY {
+                    return Flow::Eof;
+                }
+                // TLS 1.3 makes every alert but these two fatal; TLS 1.2 warnings are ignored.
+                if description == ALERT_USER_CANCELED || (level == ALERT_WARNING && !self.tls13) {
+                    return Flow::Continue;
+                }
+                self.fail_read(
+                    cx,
+                    ErrorReason::PeerAlert,
+                    format!("peer sent fatal alert {description}"),
+                    None,
+                )
+            }
+            RECORD_HANDSHAKE
+                if self.tls13
+                    && len == 5
+                    && head.len() == 5
+                    && eor
+                    && head[..4] == [HANDSHAKE_KEY_UPDATE, 0, 0, 1]
+                    && head[4] <= 1 =>
+            {
+                self.key_update(cx, head[4] == 1)
+            }
+            _ => self.fail_read(
+                cx,
+                ErrorReason::UnexpectedMessage,
+                format!("unexpected TLS record of type {record_type} after the handshake"),
+                Some(ALERT_UNEXPECTED_MESSAGE),
+            ),
+        }
+    }
+
+    /// The peer's TLS 1.3 KeyUpdate (RFC 8446 section 4.6.3).
+    fn key_update(&mut self, cx: &mut Context<'_>, update_requested: bool) -> Flow {
+        if !self.can_rekey {
+            // The kernel cannot take a new key: nothing after this record can be read, and
+            // data under a key the peer asked us to retire must not be sent. End cleanly.
+            self.report(ErrorReason::RekeyUnsupported);
+            if update_requested && self.write == WriteSide::Open {
+                self.write = WriteSide::Stopped(
+                    "peer requested a TLS key update, which this kernel cannot install",
+                );
+            }
+            return Flow::Eof;
+        }
+        if let Err(e) = self.install_key(Direction::Rx) {
+            return self.fail_read(
+                cx,
+                ErrorReason::RekeyFailed,
+                e.to_string(),
+                Some(ALERT_INTERNAL_ERROR),
+            );
+        }
+        let queued = self.pending.iter().any(|c| c.then == Then::InstallTxKey);
+        if update_requested && !queued && self.write == WriteSide::Open {
+            self.pending.push_back(Control::key_update(false));
+            // Best effort now; a write, flush or shutdown sends it otherwise.
+            if let Poll::Ready(Err(e)) = self.poll_pending(cx) {
+                tracing::debug!("sending the KeyUpdate reply: {e}");
+            }
+        }
+        Flow::Continue
+    }
+
+    fn fail_read(
+        &mut self,
+        cx: &mut Context<'_>,
+        reason: ErrorReason,
+        message: String,
+        alert: Option<u8>,
+    ) -> Flow {
+        self.report(reason);
+        if let Some(description) = alert {
+            if matches!(self.write, WriteSide::Open | WriteSide::Stopped(_)) {
+                self.write = WriteSide::Closed;
+                self.pending
+                    .push_back(Control::alert(ALERT_FATAL, description));
+                let _ = self.poll_pending(cx);
+            }
+        }
+        self.read = ReadSide::Failed(io::ErrorKind::InvalidData, message.clone());
+        Flow::Fail(io::Error::new(io::ErrorKind::InvalidData, message))
+    }
+
+    fn read_failed(&mut self, e: io::Error) -> io::Error {
+        if let Some(reason) = kernel_error_reason(&e) {
+            // The kernel has aborted the connection: it cannot send anything any more.
+            self.report(reason);
+            self.write = WriteSide::Failed;
+        }
+        self.read = ReadSide::Failed(e.kind(), e.to_string());
+        e
+    }
+}
+
+/// Errors after which the kernel has already given up on the connection.
+fn kernel_error_reason(e: &io::Error) -> Option<ErrorReason> {
+    match e.raw_os_error()? {
+        libc::EBADMSG => Some(ErrorReason::DecryptError),
+        libc::EMSGSIZE => Some(ErrorReason::RecordOverflow),
+        libc::EINVAL => Some(ErrorReason::InvalidRecord),
+        libc::EKEYEXPIRED => Some(ErrorReason::KeyExpired),
+        libc::EIO => Some(ErrorReason::Kernel),
+        _ => None,
+    }
+}
+
+fn confidentiality_limit(suite: SupportedCipherSuite) -> u64 {
+    match suite {
+        SupportedCipherSuite::Tls12(s) => s.common.confidentiality_limit,
+        SupportedCipherSuite::Tls13(s) => s.common.confidentiality_limit,
+    }
+}
+
+impl<S: Sys + Unpin> AsyncRead for KtlsTransport<S> {
+    fn poll_read(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<io::Result<()>> {
+        let this = self.get_mut();
+        let mut ignored = 0;
+        loop {
+            if this.leftover_pos < this.leftover.len() {
+                let rest = &this.leftover[this.leftover_pos..];
+                let n = rest.len().min(buf.remaining());
+                buf.put_slice(&rest[..n]);
+                this.leftover_pos += n;
+                return Poll::Ready(Ok(()));
+            }
+            match &this.read {
+                ReadSide::Open => {}
+                ReadSide::Eof => return Poll::Ready(Ok(())),
+                ReadSide::Failed(kind, msg) => {
+                    return Poll::Ready(Err(io::Error::new(*kind, msg.clone())))
+                }
+            }
+            if buf.remaining() == 0 {
+                return Poll::Ready(Ok(()));
+            }
+            if !this.pending.is_empty() {
+                // A KeyUpdate reply waiting for room in the socket.
+                if let Poll::Ready(Err(e)) = this.poll_pending(cx) {
+                    tracing::debug!("kTLS control record: {e}");
+                }
+            }
+            ready!(this.tcp.poll_read_ready(cx))?;
+            let room = buf.remaining();
+            let direct = room >= MIN_DIRECT_READ;
+            let (tcp, sys) = (&this.tcp, &this.sys);
+            let res = if direct {
+                let dst = buf.initialize_unfilled();
+                tcp.try_io(Interest::READABLE, || sys.recv_record(tcp.as_fd(), dst))
+            } else {
+                if this.scratch.len() < SCRATCH {
+                    this.scratch.resize(SCRATCH, 0);
+                }
+                let dst = &mut this.scratch[..];
+                tcp.try_io(Interest::READABLE, || sys.recv_record(tcp.as_fd(), dst))
+            };
+            let r = match res {
+                Ok(r) => r,
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => continue,
+                Err(e) => return Poll::Ready(Err(this.read_failed(e))),
+            };
+            let got: &[u8] = if direct {
+                let filled = buf.initialize_unfilled();
+                &filled[..r.len.min(filled.len())]
+            } else {
+                &this.scratch[..r.len.min(SCRATCH)]
+            };
+            if r.record_type == RECORD_APPLICATION_DATA {
+                if got.is_empty() {
+                    // FIN without close_notify: many clients end like this; the HTTP layer
+                    // knows whether a message was cut short.
+                    this.read = ReadSide::Eof;
+                    return Poll::Ready(Ok(()));
+                }
+                if direct {
+                    let n = got.len();
+                    buf.advance(n);
+                } else {
+                    let n = got.len().min(room);
+                    this.leftover.clear();
+                    this.leftover.extend_from_slice(&got[n..]);
+                    this.leftover_pos = 0;
+                    buf.put_slice(&this.scratch[..n]);
+                }
+                return Poll::Ready(Ok(()));
+            }
+            let mut head = [0u8; 8];
+            let h = got.len().min(head.len());
+            head[..h].copy_from_slice(&got[..h]);
+            match this.on_control(cx, r.record_type, &head[..h], r.len, r.end_of_record) {
+                Flow::Continue => {
+                    ignored += 1;
+                    if ignored >= MAX_IGNORED_ALERTS {
+                        cx.waker().wake_by_ref();
+                        return Poll::Pending;
+                    }
+                }
+                Flow::Eof => {
+                    this.read = ReadSide::Eof;
+                    return Poll::Ready(Ok(()));
+                }
+                Flow::Fail(e) => return Poll::Ready(Err(e)),
+            }
+        }
+    }
+}
+
+impl<S: Sys + Unpin> AsyncWrite for KtlsTransport<S> {
+    fn poll_write(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<io::Result<usize>> {
+        self.get_mut().poll_send(cx, &[IoSlice::new(buf)], false)
+    }
+
+    fn poll_write_vectored(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        bufs: &[IoSlice<'_>],
+    ) -> Poll<io::Result<usize>> {
+        self.get_mut().poll_send(cx, bufs, false)
+    }
+
+    fn is_write_vectored(&self) -> bool {
+        true
+    }
+
+    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        self.get_mut().poll_pending(cx)
+    }
+
+    fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        let this = self.get_mut();
+        this.queue_close_notify();
+        if let Err(e) = ready!(this.poll_pending(cx)) {
+            tracing::debug!("kTLS close_notify: {e}");
+        }
+        Pin::new(&mut this.tcp).poll_shutdown(cx)
+    }
+}
+
+impl<S: Sys + Unpin> Transport for KtlsTransport<S> {
+    async fn write_file<'a>(&'a mut self, head: &'a [u8], body: &'a FileRegion) -> io::Result<()> {
+        // MSG_MORE only when the body follows: the head then shares the body's first record.
+        let more = body.len > 0;
+        let mut head = head;
+        while !head.is_empty() {
+            let n = poll_fn(|cx| self.poll_send(cx, &[IoSlice::new(head)], more)).await?;
+            head = &head[n.min(head.len())..];
+        }
+        let file = body.file.file();
+        let mut offset = body.offset;
+        let end = body.offset.saturating_add(body.len);
+        while offset < end {
+            poll_fn(|cx| self.poll_sendfile(cx, file, &mut offset, end)).await?;
+        }
+        poll_fn(|cx| self.poll_pending(cx)).await
+    }
+
+    fn tls_info(&self) -> Option<&TlsInfo> {
+        Some(&self.info)
+    }
+}
