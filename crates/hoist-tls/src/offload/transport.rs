@@ -238,6 +238,30 @@ impl<S: Sys> KtlsTransport<S> {
         Poll::Ready(Ok(()))
     }
 
+    /// Control records out, and everything written handed to the kernel.
+    fn poll_flushed(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        ready!(self.poll_pending(cx))?;
+        if self.write == WriteSide::Failed {
+            return Poll::Ready(Ok(()));
+        }
+        // Without waiting for writability first: with the real kernel there is nothing to wait
+        // for.
+        match self.sys.flush(self.tcp.as_fd()) {
+            Ok(()) => return Poll::Ready(Ok(())),
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
+            Err(e) => return Poll::Ready(Err(self.write_failed(e))),
+        }
+        loop {
+            ready!(self.tcp.poll_write_ready(cx))?;
+            let (tcp, sys) = (&self.tcp, &self.sys);
+            match tcp.try_io(Interest::WRITABLE, || sys.flush(tcp.as_fd())) {
+                Ok(()) => return Poll::Ready(Ok(())),
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
+                Err(e) => return Poll::Ready(Err(self.write_failed(e))),
+            }
+        }
+    }
+
     /// Asks rustls for the next secret of `dir` and hands it to the kernel.
     fn install_key(&mut self, dir: Direction) -> io::Result<()> {
         let next = match dir {
@@ -629,7 +653,7 @@ impl<S: Sys + Unpin> AsyncWrite for KtlsTransport<S> {
     }
 
     fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        self.get_mut().poll_pending(cx)
+        self.get_mut().poll_flushed(cx)
     }
 
     fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
@@ -657,7 +681,7 @@ impl<S: Sys + Unpin> Transport for KtlsTransport<S> {
         while offset < end {
             poll_fn(|cx| self.poll_sendfile(cx, file, &mut offset, end)).await?;
         }
-        poll_fn(|cx| self.poll_pending(cx)).await
+        poll_fn(|cx| self.poll_flushed(cx)).await
     }
 
     fn tls_info(&self) -> Option<&TlsInfo> {
