@@ -228,6 +228,12 @@ fn offload(wl: &Rc<WorkerListener>, established: Established, id: u64) -> Option
                 let tcp = t.tcp();
                 if let (Ok(local), Ok(remote)) = (tcp.local_addr(), tcp.peer_addr()) {
                     let observed = offload::observe(local, remote);
+                    tracing::debug!(
+                        "connection {id}: kTLS on, tx {} rx {} (from {})",
+                        observed.tx.as_str(),
+                        observed.rx.as_str(),
+                        observed.source
+                    );
                     stats.offload_observed(&observed);
                     t.set_offload_label(observed.label());
                 } else {

@@ -1,0 +1,329 @@
+//! Kernel TLS for real: hoist in the qemu guest (vm/run, Debian's 6.1 kernel with tls.ko, and
+//! the trixie-backports 7.x kernel for TLS 1.3 rekeying) with `--tls-offload require`, served
+//! to curl, openssl s_client and this binary's own rustls peer (ktls_peer/) inside the guest.
+//!
+//! One boot per kernel; the guest script prints `KTLS ...` lines the host asserts on. Needs
+//! `vm/setup --backports`; without it these tests fail and say so, HOIST_SKIP_VM_TESTS=1 skips
+//! them (vm_support::require_vm).
+
+// Test code: a failed unwrap is a failed test.
+#![allow(clippy::unwrap_used)]
+
+mod ktls_peer;
+mod support;
+mod vm_support;
+
+use std::path::PathBuf;
+
+use support::{ecdsa_cert, TempDir, BIN};
+use vm_support::{require_vm, vm_run};
+
+const PORT: u16 = 10443;
+const ADMIN: u16 = 9901;
+const SIZES: [(&str, usize); 4] = [
+    ("1k", 1024),
+    ("100k", 100 * 1024),
+    ("1m", 1024 * 1024),
+    ("10m", 10 * 1024 * 1024),
+];
+
+/// Runs inside the guest only (the host tests start it there with `--ignored`).
+#[test]
+#[ignore = "the kTLS VM tests run this inside the guest"]
+fn guest_peer() {
+    let rekey = std::env::var("HOIST_PEER_REKEY").is_ok_and(|v| v == "yes");
+    let only_rekey = std::env::var("HOIST_PEER_ONLY").is_ok_and(|v| v == "key_update");
+    let peer = ktls_peer::Peer::from_env();
+    if only_rekey {
+        peer.key_update_only(rekey);
+    } else {
+        peer.run_all(rekey);
+    }
+}
+
+fn config() -> String {
+    let mut routes = String::new();
+    for (name, _) in SIZES {
+        routes.push_str(&format!(
+            "              - match: {{path: /{name}}}\n                direct_response: {{status: 200, body: {{filename: /root/data/{name}.bin}}}}\n"
+        ));
+    }
+    format!(
+        r#"admin:
+  address: {{socket_address: {{address: 127.0.0.1, port_value: {ADMIN}}}}}
+static_resources:
+  listeners:
+  - name: ktls
+    address: {{socket_address: {{address: 127.0.0.1, port_value: {PORT}}}}}
+    filter_chains:
+    - transport_socket:
+        name: envoy.transport_sockets.tls
+        typed_config:
+          "@type": type.googleapis.com/envoy.extensions.transport_sockets.tls.v3.DownstreamTlsContext
+          common_tls_context:
+            tls_certificates:
+            - certificate_chain: {{filename: /root/cert.pem}}
+              private_key: {{filename: /root/key.pem}}
+      filters:
+      - name: envoy.filters.network.http_connection_manager
+        typed_config:
+          "@type": type.googleapis.com/envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager
+          stat_prefix: ktls
+          access_log:
+          - name: envoy.access_loggers.file
+            typed_config:
+              "@type": type.googleapis.com/envoy.extensions.access_loggers.file.v3.FileAccessLog
+              path: /tmp/access.log
+              log_format:
+                text_format_source:
+                  inline_string: "%DOWNSTREAM_TLS_VERSION% %DOWNSTREAM_TLS_OFFLOAD%\n"
+          route_config:
+            max_direct_response_body_size_bytes: 11000000
+            virtual_hosts:
+            - name: all
+              domains: ["*"]
+              routes:
+{routes}              - match: {{prefix: /}}
+                direct_response: {{status: 200, body: {{inline_string: "hello\n"}}}}
+          http_filters:
+          - name: envoy.filters.http.router
+            typed_config:
+              "@type": type.googleapis.com/envoy.extensions.filters.http.router.v3.Router
+"#
+    )
+}
+
+/// The guest script's common part: start hoist with `require`, wait, print the probe line.
+const START: &str = r#"set -u
+hoist="$1"; peer="$2"
+fail() { echo "KTLS FAIL: $*"; tail -n 40 /tmp/hoist.err; exit 1; }
+tls() { awk -v k="$1" '$1 == k { print $2 }' /proc/net/tls_stat; }
+admin() { wget -q -O- "http://127.0.0.1:9901$1"; }
+"$hoist" -c /root/hoist.yaml --concurrency 1 --tls-offload require -l debug >/tmp/hoist.out 2>/tmp/hoist.err &
+pid=$!
+tries=0
+until grep -q '^hoist ready' /tmp/hoist.out; do
+  kill -0 "$pid" 2>/dev/null || fail "hoist exited before it was ready"
+  tries=$((tries + 1))
+  # A liveness bound (10 min of emulated time), not a timing assertion.
+  [ "$tries" -le 6000 ] || fail "hoist never said it was ready"
+  sleep 0.1
+done
+echo "KTLS probe: $(grep -o 'kTLS: .*' /tmp/hoist.err | head -n 1)"
+export HOIST_PEER_ADDR=127.0.0.1:10443 HOIST_PEER_CERT=/root/cert.pem HOIST_PEER_DATA=/root/data
+"#;
+
+/// The end: the offload stats, sock_diag's verdicts, the access log, hoist exits cleanly.
+const FINISH: &str = r#"admin '/stats?filter=ssl\.offload' | sed 's/^/KTLS stat /'
+echo "KTLS tls_offload: $(admin /tls_offload | tr -d '\n ')"
+echo "KTLS diag sock_diag: $(grep -c 'kTLS on, tx sw rx sw (from sock_diag)' /tmp/hoist.err)"
+echo "KTLS diag other: $(grep 'kTLS on, ' /tmp/hoist.err | grep -vc 'tx sw rx sw (from sock_diag)')"
+echo "KTLS access sw: $(grep -c ' sw$' /tmp/access.log) other: $(grep -vc ' sw$' /tmp/access.log)"
+grep -q panicked /tmp/hoist.err && fail "hoist panicked"
+kill -TERM "$pid"
+wait "$pid"
+echo "KTLS hoist exit: $?"
+"#;
+
+fn guest_script_6_1() -> String {
+    let mut s = String::from(START);
+    s.push_str(
+        r#"tx0=$(tls TlsTxSw); rx0=$(tls TlsRxSw)
+want=$(sha256sum /root/data/10m.bin | cut -d' ' -f1)
+for c in ECDHE-ECDSA-AES128-GCM-SHA256 ECDHE-ECDSA-AES256-GCM-SHA384 ECDHE-ECDSA-CHACHA20-POLY1305; do
+  curl -sk --tls-max 1.2 --ciphers "$c" -o /tmp/b "https://localhost:10443/10m" || fail "curl $c"
+  got=$(sha256sum /tmp/b | cut -d' ' -f1)
+  [ "$got" = "$want" ] || fail "10m over $c: $got != $want"
+  echo "KTLS body TLSv1.2 $c ok"
+done
+for c in TLS_AES_128_GCM_SHA256 TLS_AES_256_GCM_SHA384 TLS_CHACHA20_POLY1305_SHA256; do
+  curl -sk --tlsv1.3 --tls13-ciphers "$c" -o /tmp/b "https://localhost:10443/10m" || fail "curl $c"
+  got=$(sha256sum /tmp/b | cut -d' ' -f1)
+  [ "$got" = "$want" ] || fail "10m over $c: $got != $want"
+  echo "KTLS body TLSv1.3 $c ok"
+done
+echo "KTLS tls_stat TlsTxSw $tx0 $(tls TlsTxSw) TlsRxSw $rx0 $(tls TlsRxSw)"
+"$peer" --ignored --exact guest_peer --nocapture --test-threads 1 >/tmp/peer.out 2>&1 || { cat /tmp/peer.out; fail "peer"; }
+grep -o 'PEER [a-z_]* [A-Za-z0-9._]* ok' /tmp/peer.out
+# openssl s_client: a request, then `K` (KeyUpdate, update requested), then another request.
+{ printf 'GET /1k HTTP/1.1\r\nhost: a\r\n\r\n'; sleep 5; echo K; sleep 5; printf 'GET /1k HTTP/1.1\r\nhost: a\r\n\r\n'; sleep 5; } |
+  timeout 120 openssl s_client -connect 127.0.0.1:10443 -tls1_3 >/tmp/sclient.out 2>&1
+echo "KTLS s_client responses: $(grep -c '^HTTP/1.1 200' /tmp/sclient.out) keyupdate: $(grep -c KEYUPDATE /tmp/sclient.out)"
+"#,
+    );
+    s.push_str(FINISH);
+    s
+}
+
+fn guest_script_backports() -> String {
+    let mut s = String::from(START);
+    s.push_str(
+        r#"want=$(sha256sum /root/data/1m.bin | cut -d' ' -f1)
+curl -sk --tlsv1.3 -o /tmp/b "https://localhost:10443/1m" || fail "curl"
+[ "$(sha256sum /tmp/b | cut -d' ' -f1)" = "$want" ] || fail "1m body differs"
+echo "KTLS body TLSv1.3 ok"
+HOIST_PEER_REKEY=yes HOIST_PEER_ONLY=key_update "$peer" --ignored --exact guest_peer --nocapture --test-threads 1 >/tmp/peer.out 2>&1 || { cat /tmp/peer.out; fail "peer"; }
+grep -o 'PEER [a-z_]* [A-Za-z0-9._]* ok' /tmp/peer.out
+echo "KTLS rekey stats: $(grep -E '^TlsRxRekeyOk|^TlsTxRekeyOk' /proc/net/tls_stat | tr -s ' \t' ' ' | tr '\n' ' ')"
+"#,
+    );
+    s.push_str(FINISH);
+    s
+}
+
+/// Boots `kernel` with hoist, the peer and the files; returns the console.
+fn boot(kernel: &str, script: String) -> String {
+    let dir = TempDir::new(&format!("ktls-vm-{kernel}"));
+    let cert = ecdsa_cert(&dir, "ktls", "localhost");
+    let data = dir.path("data");
+    std::fs::create_dir_all(&data).unwrap();
+    for (name, size) in SIZES {
+        let body: Vec<u8> = (0..size)
+            .map(|i| ((i as u64).wrapping_mul(2_654_435_761) >> 13) as u8 ^ (i >> 16) as u8)
+            .collect();
+        std::fs::write(data.join(format!("{name}.bin")), body).unwrap();
+    }
+    let yaml = dir.write("hoist.yaml", config());
+    let script = dir.write("ktls.sh", script);
+    let hoist: PathBuf = std::fs::canonicalize(BIN).unwrap();
+    let peer = std::env::current_exe().unwrap();
+    let file = |src: &std::path::Path, dst: &str| format!("{}:{dst}", src.display());
+    let run = vm_run(&[
+        "--kernel",
+        kernel,
+        "--timeout",
+        "900",
+        "--mem",
+        "1536M",
+        "--with",
+        &format!("{},{},openssl,curl", hoist.display(), peer.display()),
+        "--file",
+        &file(&yaml, "/root/hoist.yaml"),
+        "--file",
+        &file(&cert.cert, "/root/cert.pem"),
+        "--file",
+        &file(&cert.key, "/root/key.pem"),
+        "--file",
+        &file(&data, "/root/data"),
+        "--file",
+        &file(&script, "/root/ktls.sh"),
+        "--",
+        "sh",
+        "/root/ktls.sh",
+        hoist.to_str().unwrap(),
+        peer.to_str().unwrap(),
+    ]);
+    assert_eq!(run.code, Some(0), "vm/run failed:\n{}", run.output);
+    run.output
+}
+
+/// The value of `KTLS stat <name>: <n>` (the listener scope of the guest config).
+fn stat(out: &str, name: &str) -> u64 {
+    let key = format!("KTLS stat listener.127.0.0.1_{PORT}.ssl.offload.{name}: ");
+    out.lines()
+        .find_map(|l| l.strip_prefix(&key))
+        .map_or(0, |v| v.trim().parse().unwrap())
+}
+
+fn number_after(out: &str, prefix: &str) -> u64 {
+    out.lines()
+        .find_map(|l| l.strip_prefix(prefix))
+        .and_then(|v| v.split_whitespace().next())
+        .map_or(u64::MAX, |v| v.parse().unwrap_or(u64::MAX))
+}
+
+#[test]
+fn ktls_on_debian_6_1() {
+    if !require_vm("6.1") {
+        return;
+    }
+    let out = boot("6.1", guest_script_6_1());
+    assert!(
+        out.contains(
+            "KTLS probe: kTLS: TX+RX for TLS1.2/1.3 AES-128-GCM AES-256-GCM CHACHA20-POLY1305; rekey: no"
+        ),
+        "{out}"
+    );
+    for c in [
+        "TLSv1.2 ECDHE-ECDSA-AES128-GCM-SHA256",
+        "TLSv1.2 ECDHE-ECDSA-AES256-GCM-SHA384",
+        "TLSv1.2 ECDHE-ECDSA-CHACHA20-POLY1305",
+        "TLSv1.3 TLS_AES_128_GCM_SHA256",
+        "TLSv1.3 TLS_AES_256_GCM_SHA384",
+        "TLSv1.3 TLS_CHACHA20_POLY1305_SHA256",
+    ] {
+        assert!(out.contains(&format!("KTLS body {c} ok")), "{c}:\n{out}");
+    }
+    // The kernel did the records: its software counters grew by the six curl connections.
+    let line = out
+        .lines()
+        .find_map(|l| l.strip_prefix("KTLS tls_stat "))
+        .unwrap_or_else(|| panic!("{out}"));
+    let v: Vec<u64> = line
+        .split_whitespace()
+        .filter_map(|w| w.parse().ok())
+        .collect();
+    assert_eq!(v.len(), 4, "{line}");
+    assert!(v[1] >= v[0] + 6 && v[3] >= v[2] + 6, "{line}");
+    for case in [
+        "same_flight TLSv1.2",
+        "same_flight TLSv1.3",
+        "pipelined TLSv1.2",
+        "pipelined TLSv1.3",
+        "client_close_notify TLSv1.2",
+        "client_close_notify TLSv1.3",
+        "garbage TLSv1.2",
+        "garbage TLSv1.3",
+        "slow_reader TLSv1.3",
+        "key_update clean_close",
+    ] {
+        assert!(out.contains(&format!("PEER {case} ok")), "{case}:\n{out}");
+    }
+    // curl x6, peer: 4 cases x 2 versions + slow reader + key update, s_client: 1.
+    let offloaded = 6 + 8 + 2 + 1;
+    assert_eq!(stat(&out, "tx_sw"), offloaded, "{out}");
+    assert_eq!(stat(&out, "rx_sw"), offloaded, "{out}");
+    assert_eq!(stat(&out, "none"), 0, "{out}");
+    assert_eq!(stat(&out, "unknown"), 0, "{out}");
+    assert!(!out.contains(".ssl.offload.fallback."), "{out}");
+    assert!(!out.contains(".ssl.offload.closed."), "{out}");
+    assert_eq!(stat(&out, "error.decrypt_error"), 2, "{out}");
+    assert_eq!(stat(&out, "error.rekey_unsupported"), 2, "{out}");
+    // s_client got the first answer, sent its KeyUpdate, and the connection ended cleanly.
+    assert_eq!(number_after(&out, "KTLS s_client responses: "), 1, "{out}");
+    assert_eq!(
+        number_after(&out, "KTLS diag sock_diag: "),
+        offloaded,
+        "{out}"
+    );
+    assert_eq!(number_after(&out, "KTLS diag other: "), 0, "{out}");
+    assert_eq!(
+        number_after(&out, "KTLS access sw: "),
+        6 + 2 * 5 + 1 + 1 + 1
+    );
+    assert!(out.contains("other: 0\n"), "{out}");
+    assert!(out.contains("\"nic_offload_seen\":false"), "{out}");
+    assert!(out.contains("\"verdict\":\"kernel:"), "{out}");
+    assert!(out.contains("KTLS hoist exit: 0"), "{out}");
+}
+
+#[test]
+fn ktls_rekey_on_the_backports_kernel() {
+    if !require_vm("backports") {
+        return;
+    }
+    let out = boot("backports", guest_script_backports());
+    assert!(
+        out.contains(
+            "KTLS probe: kTLS: TX+RX for TLS1.2/1.3 AES-128-GCM AES-256-GCM CHACHA20-POLY1305; rekey: yes"
+        ),
+        "{out}"
+    );
+    assert!(out.contains("KTLS body TLSv1.3 ok"), "{out}");
+    assert!(out.contains("PEER key_update rekeyed ok"), "{out}");
+    assert_eq!(stat(&out, "rekey_rx"), 1, "{out}");
+    assert_eq!(stat(&out, "rekey_tx"), 1, "{out}");
+    assert_eq!(stat(&out, "tx_sw"), 2, "{out}");
+    assert_eq!(number_after(&out, "KTLS diag sock_diag: "), 2, "{out}");
+    assert!(out.contains("KTLS hoist exit: 0"), "{out}");
+}
