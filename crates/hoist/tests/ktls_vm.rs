@@ -20,7 +20,11 @@ use vm_support::{require_vm, vm_run};
 
 const PORT: u16 = 10443;
 const ADMIN: u16 = 9901;
-const SIZES: [(&str, usize); 4] = [
+const SIZES: [(&str, usize); 8] = [
+    ("0", 0),
+    ("16383", 16383),
+    ("16384", 16384),
+    ("16385", 16385),
     ("1k", 1024),
     ("100k", 100 * 1024),
     ("1m", 1024 * 1024),
@@ -61,6 +65,7 @@ static_resources:
         typed_config:
           "@type": type.googleapis.com/envoy.extensions.transport_sockets.tls.v3.DownstreamTlsContext
           common_tls_context:
+            alpn_protocols: [h2, http/1.1]
             tls_certificates:
             - certificate_chain: {{filename: /root/cert.pem}}
               private_key: {{filename: /root/key.pem}}
@@ -115,6 +120,9 @@ export HOIST_PEER_ADDR=127.0.0.1:10443 HOIST_PEER_CERT=/root/cert.pem HOIST_PEER
 
 /// The end: the offload stats, sock_diag's verdicts, the access log, hoist exits cleanly.
 const FINISH: &str = r#"admin '/stats?filter=ssl\.offload' | sed 's/^/KTLS stat /'
+admin '/stats?filter=^tls_stat\.TlsTxSw$' | sed 's/^/KTLS gauge /'
+echo "KTLS prometheus: $(admin /stats/prometheus | grep -c '^envoy_tls_stat_TlsTxSw{} ')"
+
 echo "KTLS tls_offload: $(admin /tls_offload | tr -d '\n ')"
 echo "KTLS diag sock_diag: $(grep -c 'kTLS on, tx sw rx sw (from sock_diag)' /tmp/hoist.err)"
 echo "KTLS diag other: $(grep 'kTLS on, ' /tmp/hoist.err | grep -vc 'tx sw rx sw (from sock_diag)')"
@@ -143,6 +151,10 @@ for c in TLS_AES_128_GCM_SHA256 TLS_AES_256_GCM_SHA384 TLS_CHACHA20_POLY1305_SHA
   echo "KTLS body TLSv1.3 $c ok"
 done
 echo "KTLS tls_stat TlsTxSw $tx0 $(tls TlsTxSw) TlsRxSw $rx0 $(tls TlsRxSw)"
+want=$(sha256sum /root/data/1m.bin | cut -d' ' -f1)
+curl -sk --http2 -o /tmp/b -w '%{http_version}' "https://localhost:10443/1m" >/tmp/h2.out || fail "curl --http2"
+[ "$(sha256sum /tmp/b | cut -d' ' -f1)" = "$want" ] || fail "1m over HTTP/2 differs"
+echo "KTLS body HTTP/$(cat /tmp/h2.out) ok"
 "$peer" --ignored --exact guest_peer --nocapture --test-threads 1 >/tmp/peer.out 2>&1 || { cat /tmp/peer.out; fail "peer"; }
 grep -o 'PEER [a-z_]* [A-Za-z0-9._]* ok' /tmp/peer.out
 # openssl s_client: a request, then `K` (KeyUpdate, update requested), then another request.
@@ -274,13 +286,16 @@ fn ktls_on_debian_6_1() {
         "client_close_notify TLSv1.3",
         "garbage TLSv1.2",
         "garbage TLSv1.3",
+        "boundaries TLSv1.2",
+        "boundaries TLSv1.3",
         "slow_reader TLSv1.3",
         "key_update clean_close",
     ] {
         assert!(out.contains(&format!("PEER {case} ok")), "{case}:\n{out}");
     }
-    // curl x6, peer: 4 cases x 2 versions + slow reader + key update, s_client: 1.
-    let offloaded = 6 + 8 + 2 + 1;
+    assert!(out.contains("KTLS body HTTP/2 ok"), "{out}");
+    // curl x6 + HTTP/2, peer: 5 cases x 2 versions + slow reader + key update, s_client: 1.
+    let offloaded = 7 + 10 + 2 + 1;
     assert_eq!(stat(&out, "tx_sw"), offloaded, "{out}");
     assert_eq!(stat(&out, "rx_sw"), offloaded, "{out}");
     assert_eq!(stat(&out, "none"), 0, "{out}");
@@ -297,12 +312,18 @@ fn ktls_on_debian_6_1() {
         "{out}"
     );
     assert_eq!(number_after(&out, "KTLS diag other: "), 0, "{out}");
-    assert_eq!(
-        number_after(&out, "KTLS access sw: "),
-        6 + 2 * 5 + 1 + 1 + 1
+    // One access log line per request, all "sw": curl 7, same_flight 2, pipelined 2 x 3,
+    // client_close_notify 2, boundaries 2 x 4, slow_reader 1, key_update 1 (its second
+    // request is never read), s_client 1.
+    let requests = 7 + 2 + 6 + 2 + 8 + 1 + 1 + 1;
+    assert!(
+        out.contains(&format!("KTLS access sw: {requests} other: 0\n")),
+        "{out}"
     );
-    assert!(out.contains("other: 0\n"), "{out}");
     assert!(out.contains("\"nic_offload_seen\":false"), "{out}");
+    let gauge = number_after(&out, "KTLS gauge tls_stat.TlsTxSw: ");
+    assert!((offloaded..u64::MAX).contains(&gauge), "{out}");
+    assert_eq!(number_after(&out, "KTLS prometheus: "), 1, "{out}");
     assert!(out.contains("\"verdict\":\"kernel:"), "{out}");
     assert!(out.contains("KTLS hoist exit: 0"), "{out}");
 }

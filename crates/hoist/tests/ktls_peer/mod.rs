@@ -94,6 +94,7 @@ impl Peer {
             self.pipelined(v, name);
             self.client_close_notify(v, name);
             self.garbage(v, name);
+            self.boundaries(v, name);
         }
         self.slow_reader();
         self.key_update(rekey);
@@ -135,6 +136,33 @@ impl Peer {
         }
         assert!(rest.is_empty());
         println!("PEER pipelined {name} ok");
+    }
+
+    /// Bodies of 0 bytes and around one record (16 KiB) on one keep-alive connection: the head
+    /// (sent with MSG_MORE) and the sendfile'd body share records differently each time.
+    fn boundaries(&self, v: &'static rustls::SupportedProtocolVersion, name: &str) {
+        let mut tls = self.connect(v, b"", self.tcp());
+        let sizes = ["0", "16383", "16384", "16385"];
+        let mut req = String::new();
+        for (i, s) in sizes.iter().enumerate() {
+            let close = if i + 1 == sizes.len() {
+                "connection: close\r\n"
+            } else {
+                ""
+            };
+            req.push_str(&format!("GET /{s} HTTP/1.1\r\nhost: a\r\n{close}\r\n"));
+        }
+        tls.write_all(req.as_bytes()).unwrap();
+        let mut all = Vec::new();
+        tls.read_to_end(&mut all)
+            .expect("a clean end with close_notify");
+        let mut rest = &all[..];
+        for s in sizes {
+            let (body, after) = take_response(rest);
+            assert!(body == self.body(s), "{s}-byte body differs");
+            rest = after;
+        }
+        println!("PEER boundaries {name} ok");
     }
 
     /// close_notify from the client: the server answers with its own.
