@@ -248,7 +248,15 @@ fn offload(wl: &Rc<WorkerListener>, established: Established, id: u64) -> Option
                 established,
                 reason,
                 error,
-            }) if wl.rt.offload_mode != TlsOffloadMode::Require => {
+            }) => {
+                if wl.rt.offload_mode == TlsOffloadMode::Require {
+                    tracing::debug!(
+                        "connection {id}: kTLS {reason} ({error}) under require; closing"
+                    );
+                    stats.ssl_dynamic("offload.closed", reason.as_str());
+                    close_politely(*established);
+                    return None;
+                }
                 tracing::debug!("connection {id}: kTLS {reason} ({error}); user-space TLS");
                 stats.ssl_dynamic("offload.fallback", reason.as_str());
                 *established
@@ -266,16 +274,21 @@ fn offload(wl: &Rc<WorkerListener>, established: Established, id: u64) -> Option
         Plan::Close(reason) => {
             tracing::debug!("connection {id}: cannot offload ({reason}) under require; closing");
             stats.ssl_dynamic("offload.closed", reason.as_str());
-            // close_notify, so the client sees a clean end rather than a reset.
-            let mut t = UserTlsTransport::new(established);
-            tokio::task::spawn_local(async move {
-                let _ = tokio::time::timeout(CLOSE_TIMEOUT, t.shutdown()).await;
-            });
+            close_politely(established);
             return None;
         }
     };
     stats.offload_none.inc();
     Some(Record::User(Box::new(UserTlsTransport::new(established))))
+}
+
+/// Ends a connection that will not be served with close_notify (from user-space rustls), so the
+/// client sees a clean end rather than a reset.
+fn close_politely(established: Established) {
+    let mut t = UserTlsTransport::new(established);
+    tokio::task::spawn_local(async move {
+        let _ = tokio::time::timeout(CLOSE_TIMEOUT, t.shutdown()).await;
+    });
 }
 
 fn count_handshake(wl: &WorkerListener, info: &TlsInfo) {

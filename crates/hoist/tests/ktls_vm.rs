@@ -45,20 +45,40 @@ fn guest_peer() {
     }
 }
 
-fn config() -> String {
+/// A TLS listener of the guest configuration.
+struct GuestListener {
+    name: &'static str,
+    port: u16,
+    /// metadata.filter_metadata.hoist.tls_offload, if any.
+    offload: Option<&'static str>,
+    /// Lines under common_tls_context (12 spaces in), e.g. tls_params.
+    tls_extra: &'static str,
+}
+
+const DEFAULT_LISTENER: GuestListener = GuestListener {
+    name: "ktls",
+    port: PORT,
+    offload: None,
+    tls_extra: "",
+};
+
+fn config(listeners: &[GuestListener]) -> String {
     let mut routes = String::new();
     for (name, _) in SIZES {
         routes.push_str(&format!(
             "              - match: {{path: /{name}}}\n                direct_response: {{status: 200, body: {{filename: /root/data/{name}.bin}}}}\n"
         ));
     }
-    format!(
-        r#"admin:
-  address: {{socket_address: {{address: 127.0.0.1, port_value: {ADMIN}}}}}
-static_resources:
-  listeners:
-  - name: ktls
-    address: {{socket_address: {{address: 127.0.0.1, port_value: {PORT}}}}}
+    let mut out = format!(
+        "admin:\n  address: {{socket_address: {{address: 127.0.0.1, port_value: {ADMIN}}}}}\nstatic_resources:\n  listeners:\n"
+    );
+    for l in listeners {
+        let metadata = l.offload.map_or(String::new(), |m| {
+            format!("    metadata: {{filter_metadata: {{hoist: {{tls_offload: {m}}}}}}}\n")
+        });
+        out.push_str(&format!(
+            r#"  - name: {name}
+{metadata}    address: {{socket_address: {{address: 127.0.0.1, port_value: {port}}}}}
     filter_chains:
     - transport_socket:
         name: envoy.transport_sockets.tls
@@ -66,14 +86,14 @@ static_resources:
           "@type": type.googleapis.com/envoy.extensions.transport_sockets.tls.v3.DownstreamTlsContext
           common_tls_context:
             alpn_protocols: [h2, http/1.1]
-            tls_certificates:
+{tls_extra}            tls_certificates:
             - certificate_chain: {{filename: /root/cert.pem}}
               private_key: {{filename: /root/key.pem}}
       filters:
       - name: envoy.filters.network.http_connection_manager
         typed_config:
           "@type": type.googleapis.com/envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager
-          stat_prefix: ktls
+          stat_prefix: {name}
           access_log:
           - name: envoy.access_loggers.file
             typed_config:
@@ -94,8 +114,13 @@ static_resources:
           - name: envoy.filters.http.router
             typed_config:
               "@type": type.googleapis.com/envoy.extensions.filters.http.router.v3.Router
-"#
-    )
+"#,
+            name = l.name,
+            port = l.port,
+            tls_extra = l.tls_extra,
+        ));
+    }
+    out
 }
 
 /// The guest script's common part: start hoist with `require`, wait, print the probe line.
@@ -183,8 +208,9 @@ echo "KTLS rekey stats: $(grep -E '^TlsRxRekeyOk|^TlsTxRekeyOk' /proc/net/tls_st
     s
 }
 
-/// Boots `kernel` with hoist, the peer and the files; returns the console.
-fn boot(kernel: &str, script: String) -> String {
+/// Boots `kernel` with hoist, the peer and the files; returns the console. `vm_args` go to
+/// vm/run before the others (`--modules ...`).
+fn boot(kernel: &str, listeners: &[GuestListener], vm_args: &[&str], script: String) -> String {
     let dir = TempDir::new(&format!("ktls-vm-{kernel}"));
     let cert = ecdsa_cert(&dir, "ktls", "localhost");
     let data = dir.path("data");
@@ -195,12 +221,13 @@ fn boot(kernel: &str, script: String) -> String {
             .collect();
         std::fs::write(data.join(format!("{name}.bin")), body).unwrap();
     }
-    let yaml = dir.write("hoist.yaml", config());
+    let yaml = dir.write("hoist.yaml", config(listeners));
     let script = dir.write("ktls.sh", script);
     let hoist: PathBuf = std::fs::canonicalize(BIN).unwrap();
     let peer = std::env::current_exe().unwrap();
     let file = |src: &std::path::Path, dst: &str| format!("{}:{dst}", src.display());
-    let run = vm_run(&[
+    let mut args: Vec<String> = vm_args.iter().map(|a| a.to_string()).collect();
+    let run_args = [
         "--kernel",
         kernel,
         "--timeout",
@@ -224,7 +251,10 @@ fn boot(kernel: &str, script: String) -> String {
         "/root/ktls.sh",
         hoist.to_str().unwrap(),
         peer.to_str().unwrap(),
-    ]);
+    ];
+    args.extend(run_args.iter().map(|a| a.to_string()));
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let run = vm_run(&args);
     assert_eq!(run.code, Some(0), "vm/run failed:\n{}", run.output);
     run.output
 }
@@ -249,7 +279,7 @@ fn ktls_on_debian_6_1() {
     if !require_vm("6.1") {
         return;
     }
-    let out = boot("6.1", guest_script_6_1());
+    let out = boot("6.1", &[DEFAULT_LISTENER], &[], guest_script_6_1());
     assert!(
         out.contains(
             "KTLS probe: kTLS: TX+RX for TLS1.2/1.3 AES-128-GCM AES-256-GCM CHACHA20-POLY1305; rekey: no"
@@ -333,7 +363,12 @@ fn ktls_rekey_on_the_backports_kernel() {
     if !require_vm("backports") {
         return;
     }
-    let out = boot("backports", guest_script_backports());
+    let out = boot(
+        "backports",
+        &[DEFAULT_LISTENER],
+        &[],
+        guest_script_backports(),
+    );
     assert!(
         out.contains(
             "KTLS probe: kTLS: TX+RX for TLS1.2/1.3 AES-128-GCM AES-256-GCM CHACHA20-POLY1305; rekey: yes"
@@ -346,5 +381,81 @@ fn ktls_rekey_on_the_backports_kernel() {
     assert_eq!(stat(&out, "rekey_tx"), 1, "{out}");
     assert_eq!(stat(&out, "tx_sw"), 2, "{out}");
     assert_eq!(number_after(&out, "KTLS diag sock_diag: "), 2, "{out}");
+    assert!(out.contains("KTLS hoist exit: 0"), "{out}");
+}
+
+/// A kernel whose crypto API has no ChaCha20-Poly1305 (its modules left out, autoloading off):
+/// `require` still starts (AES-GCM can be offloaded) and warns; it offers AES-GCM before a
+/// configured-first ChaCha20 and closes a client that can only do ChaCha20, while an `auto`
+/// listener serves that client in user space.
+#[test]
+fn ktls_kernel_without_chacha() {
+    if !require_vm("6.1") {
+        return;
+    }
+    let listeners = [
+        GuestListener {
+            tls_extra: "            tls_params:\n              tls_maximum_protocol_version: TLSv1_3\n              cipher_suites: [ECDHE-ECDSA-CHACHA20-POLY1305, ECDHE-ECDSA-AES128-GCM-SHA256]\n",
+            ..DEFAULT_LISTENER
+        },
+        GuestListener {
+            name: "auto",
+            port: PORT + 1,
+            offload: Some("auto"),
+            tls_extra: "",
+        },
+    ];
+    let mut script = String::from(START);
+    script.push_str(
+        r#"echo "KTLS warnings: $(grep -c 'TLS_CHACHA20_POLY1305_SHA256, ECDHE-ECDSA-CHACHA20-POLY1305 cannot be offloaded by this kernel' /tmp/hoist.err)"
+want=$(sha256sum /root/data/1m.bin | cut -d' ' -f1)
+fetch() { curl -sk "$@" -o /tmp/b && [ "$(sha256sum /tmp/b | cut -d' ' -f1)" = "$want" ]; }
+fetch --tls-max 1.2 --ciphers ECDHE-ECDSA-CHACHA20-POLY1305 https://localhost:10443/1m && fail "ChaCha20 served under require"
+echo "KTLS chacha require: closed"
+fetch --tls-max 1.2 --ciphers ECDHE-ECDSA-CHACHA20-POLY1305:ECDHE-ECDSA-AES128-GCM-SHA256 https://localhost:10443/1m || fail "both ciphers"
+echo "KTLS both ciphers require: served"
+fetch --tls-max 1.2 --ciphers ECDHE-ECDSA-CHACHA20-POLY1305 https://localhost:10444/1m || fail "ChaCha20 under auto"
+echo "KTLS chacha auto: served"
+admin '/stats?filter=ssl\.ciphers' | sed 's/^/KTLS stat /'
+"#,
+    );
+    script.push_str(FINISH);
+    let out = boot(
+        "6.1",
+        &listeners,
+        &[
+            "--modules",
+            "tls,gcm,ctr,ghash-generic,ghash-clmulni-intel,aesni-intel,inet_diag,tcp_diag",
+        ],
+        script,
+    );
+    assert!(
+        out.contains("KTLS probe: kTLS: TX+RX for TLS1.2/1.3 AES-128-GCM AES-256-GCM; rekey: no"),
+        "{out}"
+    );
+    assert_eq!(number_after(&out, "KTLS warnings: "), 1, "{out}");
+    assert!(out.contains("KTLS chacha require: closed"), "{out}");
+    assert!(out.contains("KTLS both ciphers require: served"), "{out}");
+    assert!(out.contains("KTLS chacha auto: served"), "{out}");
+    let auto = |name: &str| {
+        let key = format!(
+            "KTLS stat listener.127.0.0.1_{}.ssl.offload.{name}: ",
+            PORT + 1
+        );
+        out.lines()
+            .find_map(|l| l.strip_prefix(&key))
+            .map_or(0, |v| v.trim().parse::<u64>().unwrap())
+    };
+    assert_eq!(stat(&out, "closed.cipher_unsupported"), 1, "{out}");
+    assert_eq!(stat(&out, "tx_sw"), 1, "{out}");
+    assert_eq!(auto("fallback.cipher_unsupported"), 1, "{out}");
+    assert_eq!(auto("none"), 1, "{out}");
+    // The client offered ChaCha20 first, the configuration listed it first: AES-GCM won.
+    assert!(
+        out.contains(&format!(
+            "KTLS stat listener.127.0.0.1_{PORT}.ssl.ciphers.ECDHE-ECDSA-AES128-GCM-SHA256: 1"
+        )),
+        "{out}"
+    );
     assert!(out.contains("KTLS hoist exit: 0"), "{out}");
 }
