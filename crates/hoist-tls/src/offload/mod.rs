@@ -12,6 +12,7 @@
 //! - [`sys`]: the system calls (the only unsafe code of the workspace), behind a trait so tests
 //!   can emulate the kernel or inject its errors.
 
+mod control;
 pub mod crypto_info;
 pub mod diag;
 mod observe;

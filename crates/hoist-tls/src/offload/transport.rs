@@ -3,6 +3,8 @@
 //! side (alerts, TLS 1.3 KeyUpdate, anything unexpected) and the records hoist must send itself
 //! (close_notify, KeyUpdate, fatal alerts), plus the count of records sent under each key.
 //!
+//! The non-data records live in `control.rs`.
+//!
 //! Reads are always recvmsg with a control buffer, because a plain read() fails with EIO when
 //! the next record is not application data. Writes are plain sends (the kernel frames records);
 //! a file body goes with sendfile(2) behind the head sent with MSG_MORE, so the proxy never
@@ -21,9 +23,9 @@ use rustls::{ProtocolVersion, SupportedCipherSuite};
 use tokio::io::{AsyncRead, AsyncWrite, Interest, ReadBuf};
 use tokio::net::TcpStream;
 
-use super::crypto_info::CryptoInfo;
+use super::control::{Control, Flow, Then};
 use super::records::RecordBudget;
-use super::sys::{Direction, Linux, Sys, RECORD_ALERT, RECORD_APPLICATION_DATA, RECORD_HANDSHAKE};
+use super::sys::{Linux, Sys, RECORD_APPLICATION_DATA};
 use super::{ErrorReason, EventSink, OffloadEvent};
 use crate::file::FileRegion;
 use crate::transport::{TlsInfo, Transport};
@@ -38,55 +40,8 @@ const SENDFILE_CHUNK: u64 = 1 << 30;
 /// Warning alerts ignored in one poll before yielding to other tasks.
 const MAX_IGNORED_ALERTS: usize = 16;
 
-const ALERT_WARNING: u8 = 1;
-const ALERT_FATAL: u8 = 2;
-const ALERT_CLOSE_NOTIFY: u8 = 0;
-const ALERT_UNEXPECTED_MESSAGE: u8 = 10;
-const ALERT_INTERNAL_ERROR: u8 = 80;
-const ALERT_USER_CANCELED: u8 = 90;
-const HANDSHAKE_KEY_UPDATE: u8 = 24;
-
-/// A record hoist sends itself, and what to do once it is out.
-#[derive(Clone, Copy, Debug)]
-struct Control {
-    record_type: u8,
-    bytes: [u8; 5],
-    len: usize,
-    sent: usize,
-    then: Then,
-}
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Then {
-    Nothing,
-    /// Our KeyUpdate is out: the next records use the new TX key.
-    InstallTxKey,
-}
-
-impl Control {
-    fn alert(level: u8, description: u8) -> Control {
-        Control {
-            record_type: RECORD_ALERT,
-            bytes: [level, description, 0, 0, 0],
-            len: 2,
-            sent: 0,
-            then: Then::Nothing,
-        }
-    }
-
-    fn key_update(update_requested: bool) -> Control {
-        Control {
-            record_type: RECORD_HANDSHAKE,
-            bytes: [HANDSHAKE_KEY_UPDATE, 0, 0, 1, u8::from(update_requested)],
-            len: 5,
-            sent: 0,
-            then: Then::InstallTxKey,
-        }
-    }
-}
-
 #[derive(Debug)]
-enum ReadSide {
+pub(super) enum ReadSide {
     Open,
     /// close_notify or FIN: reads return 0.
     Eof,
@@ -94,7 +49,7 @@ enum ReadSide {
 }
 
 #[derive(Debug, PartialEq, Eq)]
-enum WriteSide {
+pub(super) enum WriteSide {
     Open,
     /// No more application data may go out (the reason), but close_notify still may.
     Stopped(&'static str),
@@ -104,30 +59,24 @@ enum WriteSide {
     Failed,
 }
 
-enum Flow {
-    Continue,
-    Eof,
-    Fail(io::Error),
-}
-
 pub struct KtlsTransport<S: Sys = Linux> {
-    tcp: TcpStream,
-    sys: S,
-    kernel: KernelConnection<ServerConnectionData>,
-    info: TlsInfo,
-    version: ProtocolVersion,
-    tls13: bool,
-    can_rekey: bool,
-    budget: RecordBudget,
-    read: ReadSide,
-    write: WriteSide,
-    pending: VecDeque<Control>,
-    events: Option<EventSink>,
+    pub(super) tcp: TcpStream,
+    pub(super) sys: S,
+    pub(super) kernel: KernelConnection<ServerConnectionData>,
+    pub(super) info: TlsInfo,
+    pub(super) version: ProtocolVersion,
+    pub(super) tls13: bool,
+    pub(super) can_rekey: bool,
+    pub(super) budget: RecordBudget,
+    pub(super) read: ReadSide,
+    pub(super) write: WriteSide,
+    pub(super) pending: VecDeque<Control>,
+    pub(super) events: Option<EventSink>,
     /// The first error reason reported (one per connection).
-    reported: bool,
-    scratch: Vec<u8>,
-    leftover: Vec<u8>,
-    leftover_pos: usize,
+    pub(super) reported: bool,
+    pub(super) scratch: Vec<u8>,
+    pub(super) leftover: Vec<u8>,
+    pub(super) leftover_pos: usize,
 }
 
 impl<S: Sys> KtlsTransport<S> {
@@ -184,58 +133,17 @@ impl<S: Sys> KtlsTransport<S> {
         self.budget = RecordBudget::new(limit);
     }
 
-    fn emit(&self, event: OffloadEvent) {
+    pub(super) fn emit(&self, event: OffloadEvent) {
         if let Some(sink) = &self.events {
             sink(event);
         }
     }
 
-    fn report(&mut self, reason: ErrorReason) {
+    pub(super) fn report(&mut self, reason: ErrorReason) {
         if !self.reported {
             self.reported = true;
             self.emit(OffloadEvent::Error(reason));
         }
-    }
-
-    /// Sends the queued control records, then does what each asks for afterwards.
-    fn poll_pending(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        while let Some(ctl) = self.pending.front().copied() {
-            if self.write == WriteSide::Failed {
-                self.pending.clear();
-                break;
-            }
-            ready!(self.tcp.poll_write_ready(cx))?;
-            let (tcp, sys) = (&self.tcp, &self.sys);
-            let res = tcp.try_io(Interest::WRITABLE, || {
-                sys.send_record(tcp.as_fd(), ctl.record_type, &ctl.bytes[ctl.sent..ctl.len])
-            });
-            match res {
-                Ok(n) => {
-                    let sent = ctl.sent + n;
-                    if sent < ctl.len {
-                        if let Some(front) = self.pending.front_mut() {
-                            front.sent = sent;
-                        }
-                        continue;
-                    }
-                    self.pending.pop_front();
-                    self.budget.charge_record();
-                    if ctl.then == Then::InstallTxKey {
-                        if let Err(e) = self.install_key(Direction::Tx) {
-                            self.write = WriteSide::Failed;
-                            self.report(ErrorReason::RekeyFailed);
-                            return Poll::Ready(Err(e));
-                        }
-                    }
-                }
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
-                Err(e) => {
-                    self.pending.clear();
-                    return Poll::Ready(Err(self.write_failed(e)));
-                }
-            }
-        }
-        Poll::Ready(Ok(()))
     }
 
     /// Control records out, and everything written handed to the kernel.
@@ -262,25 +170,7 @@ impl<S: Sys> KtlsTransport<S> {
         }
     }
 
-    /// Asks rustls for the next secret of `dir` and hands it to the kernel.
-    fn install_key(&mut self, dir: Direction) -> io::Result<()> {
-        let next = match dir {
-            Direction::Tx => self.kernel.update_tx_secret(),
-            Direction::Rx => self.kernel.update_rx_secret(),
-        };
-        let (seq, secrets) = next.map_err(|e| io::Error::other(format!("TLS key update: {e}")))?;
-        let info = CryptoInfo::from_secrets(self.version, seq, &secrets)
-            .map_err(|e| io::Error::other(format!("TLS key update: {e}")))?;
-        drop(secrets);
-        self.sys.set_crypto(self.tcp.as_fd(), dir, &info)?;
-        if dir == Direction::Tx {
-            self.budget.reset();
-        }
-        self.emit(OffloadEvent::Rekey(dir));
-        Ok(())
-    }
-
-    fn write_failed(&mut self, e: io::Error) -> io::Error {
+    pub(super) fn write_failed(&mut self, e: io::Error) -> io::Error {
         self.write = WriteSide::Failed;
         if let Some(reason) = kernel_error_reason(&e) {
             self.report(reason);
@@ -323,14 +213,6 @@ impl<S: Sys> KtlsTransport<S> {
             if self.budget.allowance() == 0 {
                 return Poll::Ready(Err(io::Error::other("TLS record budget too small")));
             }
-        }
-    }
-
-    fn queue_close_notify(&mut self) {
-        if matches!(self.write, WriteSide::Open | WriteSide::Stopped(_)) {
-            self.write = WriteSide::Closed;
-            self.pending
-                .push_back(Control::alert(ALERT_WARNING, ALERT_CLOSE_NOTIFY));
         }
     }
 
@@ -406,105 +288,7 @@ impl<S: Sys> KtlsTransport<S> {
         }
     }
 
-    /// A record that is not application data arrived: `head` holds its first bytes, `len` its
-    /// length (what this read returned of it), `eor` whether the read ended it.
-    fn on_control(
-        &mut self,
-        cx: &mut Context<'_>,
-        record_type: u8,
-        head: &[u8],
-        len: usize,
-        eor: bool,
-    ) -> Flow {
-        match record_type {
-            RECORD_ALERT if len == 2 && head.len() == 2 && eor => {
-                let (level, description) = (head[0], head[1]);
-                if description == ALERT_CLOSE_NOTIFY {
-                    return Flow::Eof;
-                }
-                // TLS 1.3 makes every alert but these two fatal; TLS 1.2 warnings are ignored.
-                if description == ALERT_USER_CANCELED || (level == ALERT_WARNING && !self.tls13) {
-                    return Flow::Continue;
-                }
-                self.fail_read(
-                    cx,
-                    ErrorReason::PeerAlert,
-                    format!("peer sent fatal alert {description}"),
-                    None,
-                )
-            }
-            RECORD_HANDSHAKE
-                if self.tls13
-                    && len == 5
-                    && head.len() == 5
-                    && eor
-                    && head[..4] == [HANDSHAKE_KEY_UPDATE, 0, 0, 1]
-                    && head[4] <= 1 =>
-            {
-                self.key_update(cx, head[4] == 1)
-            }
-            _ => self.fail_read(
-                cx,
-                ErrorReason::UnexpectedMessage,
-                format!("unexpected TLS record of type {record_type} after the handshake"),
-                Some(ALERT_UNEXPECTED_MESSAGE),
-            ),
-        }
-    }
-
-    /// The peer's TLS 1.3 KeyUpdate (RFC 8446 section 4.6.3).
-    fn key_update(&mut self, cx: &mut Context<'_>, update_requested: bool) -> Flow {
-        if !self.can_rekey {
-            // The kernel cannot take a new key: nothing after this record can be read, and
-            // data under a key the peer asked us to retire must not be sent. End cleanly.
-            self.report(ErrorReason::RekeyUnsupported);
-            if update_requested && self.write == WriteSide::Open {
-                self.write = WriteSide::Stopped(
-                    "peer requested a TLS key update, which this kernel cannot install",
-                );
-            }
-            return Flow::Eof;
-        }
-        if let Err(e) = self.install_key(Direction::Rx) {
-            return self.fail_read(
-                cx,
-                ErrorReason::RekeyFailed,
-                e.to_string(),
-                Some(ALERT_INTERNAL_ERROR),
-            );
-        }
-        let queued = self.pending.iter().any(|c| c.then == Then::InstallTxKey);
-        if update_requested && !queued && self.write == WriteSide::Open {
-            self.pending.push_back(Control::key_update(false));
-            // Best effort now; a write, flush or shutdown sends it otherwise.
-            if let Poll::Ready(Err(e)) = self.poll_pending(cx) {
-                tracing::debug!("sending the KeyUpdate reply: {e}");
-            }
-        }
-        Flow::Continue
-    }
-
-    fn fail_read(
-        &mut self,
-        cx: &mut Context<'_>,
-        reason: ErrorReason,
-        message: String,
-        alert: Option<u8>,
-    ) -> Flow {
-        self.report(reason);
-        if let Some(description) = alert {
-            if matches!(self.write, WriteSide::Open | WriteSide::Stopped(_)) {
-                self.write = WriteSide::Closed;
-                self.pending
-                    .push_back(Control::alert(ALERT_FATAL, description));
-                let _ = self.poll_pending(cx);
-            }
-        }
-        self.read = ReadSide::Failed(io::ErrorKind::InvalidData, message.clone());
-        Flow::Fail(io::Error::new(io::ErrorKind::InvalidData, message))
-    }
-
-    fn read_failed(&mut self, e: io::Error) -> io::Error {
+    pub(super) fn read_failed(&mut self, e: io::Error) -> io::Error {
         if let Some(reason) = kernel_error_reason(&e) {
             // The kernel has aborted the connection: it cannot send anything any more.
             self.report(reason);
