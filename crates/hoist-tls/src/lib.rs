@@ -7,7 +7,9 @@
 //!   only, so that the connection can be handed to kernel TLS afterwards.
 //! - [`transport`]: the one trait the HTTP codecs write to (read, write, write a file region),
 //!   with its implementations: [`plain`] TCP, [`userspace`] TLS (rustls records), and kernel
-//!   TLS (later).
+//!   TLS ([`offload::KtlsTransport`]).
+//! - [`offload`]: kernel TLS: the capability probe, the switch after the handshake, the
+//!   transport, and the per-socket software/hardware state.
 //! - [`file`]: file-backed payloads (mapped once, sent with sendfile or encrypted in place).
 //! - [`names`]: rustls enums under the names Envoy's stats use.
 //!
@@ -20,6 +22,7 @@ pub mod client_hello;
 pub mod file;
 pub mod handshake;
 pub mod names;
+pub mod offload;
 pub mod plain;
 mod record;
 pub mod server_config;
@@ -29,6 +32,7 @@ mod x509;
 
 pub use client_hello::{read_client_hello, ClientHelloInfo, Inspect};
 pub use handshake::{accept, Established, HandshakeError, HandshakeErrorKind};
+pub use offload::KtlsTransport;
 pub use plain::PlainTransport;
 pub use server_config::{ServerContext, TlsConfigError};
 pub use transport::{TlsInfo, Transport};

@@ -117,3 +117,50 @@ fn settings_kernel_tls_depends_on() {
         .ticketer
         .enabled());
 }
+
+/// With kernel TLS, offloadable suites come first; the configured order holds within each
+/// group, and nothing is added or dropped.
+#[test]
+fn offloadable_suites_first() {
+    use rustls::CipherSuite as S;
+    let p = pki();
+    let ctx = context(&[&p.ecdsa_a]);
+    let names =
+        |sc: &ServerContext| -> Vec<S> { sc.cipher_suites().iter().map(|s| s.suite()).collect() };
+    let plain = ServerContext::build(&ctx).unwrap();
+    // A kernel without ChaCha20: it moves behind both AES-GCM suites in each version.
+    let no_chacha = ServerContext::build_preferring(&ctx, &|s| {
+        !matches!(
+            s.suite(),
+            S::TLS13_CHACHA20_POLY1305_SHA256
+                | S::TLS_ECDHE_ECDSA_WITH_CHACHA20_POLY1305_SHA256
+                | S::TLS_ECDHE_RSA_WITH_CHACHA20_POLY1305_SHA256
+        )
+    })
+    .unwrap();
+    let before = names(&plain);
+    let after = names(&no_chacha);
+    assert_eq!(before.len(), after.len());
+    let chacha_at = after
+        .iter()
+        .position(|s| format!("{s:?}").contains("CHACHA"))
+        .unwrap();
+    assert!(
+        after[chacha_at..]
+            .iter()
+            .all(|s| format!("{s:?}").contains("CHACHA")),
+        "{after:?}"
+    );
+    let keep = |v: &[S], chacha: bool| -> Vec<S> {
+        v.iter()
+            .copied()
+            .filter(|s| format!("{s:?}").contains("CHACHA") == chacha)
+            .collect()
+    };
+    assert_eq!(keep(&before, false), keep(&after, false));
+    assert_eq!(keep(&before, true), keep(&after, true));
+    assert_ne!(
+        before, after,
+        "the default order has ChaCha20 before some AES suites"
+    );
+}

@@ -22,8 +22,19 @@ pub enum TlsOffload {
     Auto,
     /// Never offload (user-space TLS only): the baseline of the experiment.
     Off,
-    /// Refuse to start when the kernel cannot offload.
+    /// Refuse to start when the kernel cannot offload; close connections that cannot be.
     Require,
+}
+
+impl TlsOffload {
+    pub fn mode(self) -> hoist_config::model::TlsOffloadMode {
+        use hoist_config::model::TlsOffloadMode;
+        match self {
+            TlsOffload::Auto => TlsOffloadMode::Auto,
+            TlsOffload::Off => TlsOffloadMode::Off,
+            TlsOffload::Require => TlsOffloadMode::Require,
+        }
+    }
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
@@ -90,7 +101,8 @@ pub struct Options {
     #[arg(long = "admin-address-path", value_name = "PATH")]
     pub admin_address_path: Option<PathBuf>,
 
-    /// Where TLS record crypto runs: the kernel (auto, require) or user space (off).
+    /// Where TLS record crypto runs: the kernel (auto, require) or user space (off). A
+    /// listener's metadata.filter_metadata.hoist.tls_offload overrides it (docs/KTLS.md).
     #[arg(long = "tls-offload", value_enum, default_value = "auto")]
     pub tls_offload: TlsOffload,
 }

@@ -8,11 +8,14 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use bytes::BytesMut;
+use hoist_config::model::TlsOffloadMode;
 use hoist_tls::client_hello::{self, Inspect};
-use hoist_tls::handshake;
+use hoist_tls::handshake::{self, Established};
+use hoist_tls::offload::{self, KtlsTransport, Plan, SwitchError};
 use hoist_tls::plain::PlainTransport;
-use hoist_tls::transport::TlsInfo;
+use hoist_tls::transport::{TlsInfo, Transport};
 use hoist_tls::userspace::UserTlsTransport;
+use tokio::io::AsyncWriteExt;
 use tokio::net::TcpStream;
 
 use crate::drain::ConnectionGuard;
@@ -23,6 +26,8 @@ use crate::worker::{Worker, WorkerListener};
 const LISTENER_FILTER_TIMEOUT: Duration = Duration::from_secs(15);
 /// How long a TLS handshake may take once the hello is in.
 const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(15);
+/// How long the close_notify of a refused connection may take to leave.
+const CLOSE_TIMEOUT: Duration = Duration::from_secs(5);
 
 static NEXT_CONNECTION_ID: AtomicU64 = AtomicU64::new(1);
 
@@ -153,17 +158,36 @@ async fn serve(
                 }
             };
             count_handshake(wl, &established.info);
-            info.tls = Some(established.info.clone());
-            let transport = UserTlsTransport::new(established);
-            crate::codec::serve(
-                transport,
-                BytesMut::new(),
-                hcm,
-                &info,
-                worker,
-                wl.rt.buffer_limit,
-            )
-            .await;
+            let transport = match offload(wl, established, info.id) {
+                Some(t) => t,
+                None => return,
+            };
+            match transport {
+                Record::Kernel(t) => {
+                    info.tls = t.tls_info().cloned();
+                    crate::codec::serve(
+                        *t,
+                        BytesMut::new(),
+                        hcm,
+                        &info,
+                        worker,
+                        wl.rt.buffer_limit,
+                    )
+                    .await;
+                }
+                Record::User(t) => {
+                    info.tls = t.tls_info().cloned();
+                    crate::codec::serve(
+                        *t,
+                        BytesMut::new(),
+                        hcm,
+                        &info,
+                        worker,
+                        wl.rt.buffer_limit,
+                    )
+                    .await;
+                }
+            }
         }
         None => {
             let transport = PlainTransport::new(tcp);
@@ -178,6 +202,93 @@ async fn serve(
             .await;
         }
     }
+}
+
+/// Where a TLS connection's record layer runs.
+enum Record {
+    Kernel(Box<KtlsTransport>),
+    User(Box<UserTlsTransport>),
+}
+
+/// The listener's offload policy applied to a completed handshake: the kernel when policy,
+/// probe and negotiation allow it, else user-space rustls (counted by reason), or a close
+/// under `require`. None: the connection is closed.
+fn offload(wl: &Rc<WorkerListener>, established: Established, id: u64) -> Option<Record> {
+    let stats = &wl.stats;
+    let caps = offload::capabilities();
+    let plan = offload::plan(
+        wl.rt.offload_mode,
+        caps,
+        established.conn.protocol_version(),
+        established.conn.negotiated_cipher_suite(),
+    );
+    let established = match plan {
+        Plan::Offload => match offload::switch(established, caps) {
+            Ok(mut t) => {
+                let tcp = t.tcp();
+                if let (Ok(local), Ok(remote)) = (tcp.local_addr(), tcp.peer_addr()) {
+                    let observed = offload::observe(local, remote);
+                    tracing::debug!(
+                        "connection {id}: kTLS on, tx {} rx {} (from {})",
+                        observed.tx.as_str(),
+                        observed.rx.as_str(),
+                        observed.source
+                    );
+                    stats.offload_observed(&observed);
+                    t.set_offload_label(observed.label());
+                } else {
+                    t.set_offload_label("unknown");
+                    stats.offload_unknown.inc();
+                }
+                let events = wl.clone();
+                t.set_event_sink(Box::new(move |e| events.stats.offload_event(e)));
+                return Some(Record::Kernel(Box::new(t)));
+            }
+            Err(SwitchError::Fallback {
+                established,
+                reason,
+                error,
+            }) => {
+                if wl.rt.offload_mode == TlsOffloadMode::Require {
+                    tracing::debug!(
+                        "connection {id}: kTLS {reason} ({error}) under require; closing"
+                    );
+                    stats.ssl_dynamic("offload.closed", reason.as_str());
+                    close_politely(*established);
+                    return None;
+                }
+                tracing::debug!("connection {id}: kTLS {reason} ({error}); user-space TLS");
+                stats.ssl_dynamic("offload.fallback", reason.as_str());
+                *established
+            }
+            Err(e) => {
+                tracing::debug!("connection {id}: kTLS switch failed: {e}; closing");
+                stats.ssl_dynamic("offload.closed", e.reason().as_str());
+                return None;
+            }
+        },
+        Plan::UserSpace(reason) => {
+            stats.ssl_dynamic("offload.fallback", reason.as_str());
+            established
+        }
+        Plan::Close(reason) => {
+            tracing::debug!("connection {id}: cannot offload ({reason}) under require; closing");
+            stats.ssl_dynamic("offload.closed", reason.as_str());
+            close_politely(established);
+            return None;
+        }
+    };
+    stats.offload_none.inc();
+    Some(Record::User(Box::new(UserTlsTransport::new(established))))
+}
+
+/// Ends a connection that will not be served with close_notify (from user-space rustls), so the
+/// client sees a clean end rather than a reset.
+fn close_politely(established: Established) {
+    let mut t = UserTlsTransport::new(established);
+    tokio::task::spawn_local(async move {
+        let _ = tokio::time::timeout(CLOSE_TIMEOUT, t.shutdown()).await;
+    });
 }
 
 fn count_handshake(wl: &WorkerListener, info: &TlsInfo) {

@@ -7,6 +7,7 @@ use std::sync::Arc;
 use hoist_config::model::{FilterChain, FilterChainMatch, Listener, TlsOffloadMode};
 use hoist_config::ConfigError;
 use hoist_stats::Store;
+use hoist_tls::offload::{self, Capabilities};
 use hoist_tls::server_config::ServerContext;
 use socket2::{Domain, Protocol, Socket, Type};
 
@@ -32,7 +33,18 @@ pub struct ListenerRuntime {
     /// Whether any chain (or the default) terminates TLS: only then is the ClientHello inspected.
     pub inspects_tls: bool,
     pub buffer_limit: u32,
+    /// The listener's own offload policy (metadata.filter_metadata.hoist.tls_offload).
     pub tls_offload: Option<TlsOffloadMode>,
+    /// The policy in force: the listener's own, else the command line's.
+    pub offload_mode: TlsOffloadMode,
+}
+
+/// What the offload policy needs at listener build time.
+pub struct OffloadDefaults<'a> {
+    /// `--tls-offload`.
+    pub mode: TlsOffloadMode,
+    /// The probe's result; None when nothing will be served (validate).
+    pub caps: Option<&'a Capabilities>,
 }
 
 /// What filter chain matching looks at.
@@ -47,11 +59,18 @@ impl ListenerRuntime {
         l: &Listener,
         stats: &Arc<Store>,
         concurrency: usize,
+        offload_defaults: &OffloadDefaults<'_>,
     ) -> Result<ListenerRuntime, ConfigError> {
+        let offload_mode = l.tls_offload.unwrap_or(offload_defaults.mode);
+        // With offload on, what the kernel can offload is offered first (docs/KTLS.md).
+        let caps = offload_defaults
+            .caps
+            .filter(|c| offload_mode != TlsOffloadMode::Off && c.available());
+        let first = |s| caps.is_some_and(|c| offload::offloadable(c, s));
         let build_chain = |c: &FilterChain| -> Result<Arc<ChainRuntime>, ConfigError> {
             let tls = match &c.tls {
                 Some(ctx) => Some(
-                    ServerContext::build(ctx)
+                    ServerContext::build_preferring(ctx, &first)
                         .map_err(|e| ConfigError::new(e.yaml_path.clone(), e.reason.clone()))?,
                 ),
                 None => None,
@@ -90,6 +109,7 @@ impl ListenerRuntime {
             inspects_tls,
             buffer_limit: l.per_connection_buffer_limit_bytes,
             tls_offload: l.tls_offload,
+            offload_mode,
         })
     }
 

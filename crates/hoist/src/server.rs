@@ -7,13 +7,14 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Instant, SystemTime};
 
-use hoist_config::model::Bootstrap;
+use hoist_config::model::{Bootstrap, TlsOffloadMode};
 use hoist_stats::Store;
+use hoist_tls::offload::{self, Capabilities};
 
-use crate::cli::{Mode, Options, TlsOffload};
+use crate::cli::{Mode, Options};
 use crate::default_config::{self, DefaultConfig};
 use crate::drain::{self, Phase, PhaseReceiver, PhaseSender};
-use crate::listener::ListenerRuntime;
+use crate::listener::{ListenerRuntime, OffloadDefaults};
 use crate::worker;
 
 /// What every thread may read about the server.
@@ -102,10 +103,25 @@ pub fn run(options: Options) -> ExitCode {
     let concurrency = options.concurrency();
     // Created before the listeners: filters register their stats while they are built.
     let stats = Store::new(concurrency);
+    // What the kernel can offload, once, before the listeners order their cipher suites by it.
+    let caps = (options.mode != Mode::Validate).then(|| {
+        let caps = hoist_tls::offload::capabilities();
+        tracing::info!("{caps}");
+        tracing::debug!(
+            "kTLS probe took {}us; failed pairs: {:?}",
+            caps.took.as_micros(),
+            caps.failures
+        );
+        caps
+    });
+    let offload_defaults = OffloadDefaults {
+        mode: options.tls_offload.mode(),
+        caps,
+    };
     let listeners = match bootstrap
         .listeners
         .iter()
-        .map(|l| ListenerRuntime::build(l, &stats, concurrency).map(Arc::new))
+        .map(|l| ListenerRuntime::build(l, &stats, concurrency, &offload_defaults).map(Arc::new))
         .collect::<Result<Vec<_>, _>>()
     {
         Ok(l) => l,
@@ -115,7 +131,7 @@ pub fn run(options: Options) -> ExitCode {
         println!("configuration '{config_name}' OK");
         return ExitCode::SUCCESS;
     }
-    if let Err(msg) = check_offload(&options, &listeners) {
+    if let Err(msg) = check_offload(&listeners, caps) {
         eprintln!("error: {msg}");
         return ExitCode::from(1);
     }
@@ -253,27 +269,55 @@ fn config_failed(options: &Options, name: &str, err: &str) -> ExitCode {
     ExitCode::from(1)
 }
 
-/// Until the kernel offload lands, every connection runs user-space TLS: `require` cannot be
-/// honoured and says so at start.
-fn check_offload(options: &Options, listeners: &[Arc<ListenerRuntime>]) -> Result<(), String> {
-    use hoist_config::model::TlsOffloadMode;
-    let any_tls = listeners.iter().any(|l| l.inspects_tls);
-    let listener_requires = listeners
-        .iter()
-        .find(|l| l.inspects_tls && l.tls_offload == Some(TlsOffloadMode::Require));
-    if any_tls && options.tls_offload == TlsOffload::Require {
-        return Err(
-            "--tls-offload require: kernel TLS offload is not available in this build of hoist \
-                    (user-space TLS only); use --tls-offload auto or off"
-                .to_string(),
-        );
-    }
-    if let Some(l) = listener_requires {
-        return Err(format!(
-            "listener '{}' requires kernel TLS offload (metadata.filter_metadata.hoist.tls_offload: require), \
-             which is not available in this build of hoist",
-            l.name
-        ));
+/// `require` (from the command line or a listener's metadata) refuses to start when the
+/// kernel cannot offload a TLS listener at all: no kTLS, or none of a filter chain's cipher
+/// suites. Suites the kernel lacks are only warned about: they are offered last, and a
+/// connection that still negotiates one is closed.
+fn check_offload(
+    listeners: &[Arc<ListenerRuntime>],
+    caps: Option<&Capabilities>,
+) -> Result<(), String> {
+    let Some(caps) = caps else {
+        return Ok(());
+    };
+    for l in listeners {
+        if !l.inspects_tls || l.offload_mode != TlsOffloadMode::Require {
+            continue;
+        }
+        let source = match l.tls_offload {
+            Some(_) => "metadata.filter_metadata.hoist.tls_offload: require",
+            None => "--tls-offload require",
+        };
+        if !caps.available() {
+            return Err(format!(
+                "listener '{}' requires kernel TLS offload ({source}), but the kernel cannot: {caps}",
+                l.name
+            ));
+        }
+        for chain in l.chains() {
+            let Some(ctx) = &chain.tls else { continue };
+            let suites = ctx.cipher_suites();
+            let missing: Vec<&str> = suites
+                .iter()
+                .filter(|s| !offload::offloadable(caps, **s))
+                .map(|s| hoist_tls::names::cipher(s.suite()))
+                .collect();
+            if missing.len() == suites.len() {
+                return Err(format!(
+                    "listener '{}' requires kernel TLS offload ({source}), but the kernel offloads none of the cipher suites of {} ({}); {caps}",
+                    l.name,
+                    ctx.yaml_path(),
+                    missing.join(", ")
+                ));
+            }
+            if !missing.is_empty() {
+                tracing::warn!(
+                    "listener '{}' requires kernel TLS offload: {} cannot be offloaded by this kernel; they are offered last and connections that negotiate them are closed",
+                    l.name,
+                    missing.join(", ")
+                );
+            }
+        }
     }
     Ok(())
 }

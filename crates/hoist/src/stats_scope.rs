@@ -10,6 +10,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use hoist_stats::{ImportMode, Store, Unit, WorkerCounter, WorkerGauge, WorkerHistogram};
+use hoist_tls::offload::{tls_stat, Observed, OffloadEvent, Where};
 
 use crate::server::ServerState;
 
@@ -29,6 +30,16 @@ pub struct ListenerStats {
     pub ssl_connection_error: WorkerCounter,
     pub ssl_session_reused: WorkerCounter,
     pub ssl_no_certificate: WorkerCounter,
+    /// `ssl.offload.{tx_sw,tx_hw,rx_sw,rx_hw}`: offloaded connections by who does each
+    /// direction's crypto; `ssl.offload.none`: connections served with user-space TLS;
+    /// `ssl.offload.unknown`: offloaded, but neither sock_diag nor tls_stat could tell sw from
+    /// hw (docs/KTLS.md).
+    pub offload_tx_sw: WorkerCounter,
+    pub offload_tx_hw: WorkerCounter,
+    pub offload_rx_sw: WorkerCounter,
+    pub offload_rx_hw: WorkerCounter,
+    pub offload_none: WorkerCounter,
+    pub offload_unknown: WorkerCounter,
     /// `ssl.ciphers.<name>`, `ssl.versions.<v>`, `ssl.curves.<c>`, `ssl.sigalgs.<s>`, created on
     /// first use and cached so the lock in the store is taken once per name per worker.
     dynamic: RefCell<HashMap<String, WorkerCounter>>,
@@ -59,6 +70,12 @@ impl ListenerStats {
             ssl_connection_error: c("ssl.connection_error"),
             ssl_session_reused: c("ssl.session_reused"),
             ssl_no_certificate: c("ssl.no_certificate"),
+            offload_tx_sw: c("ssl.offload.tx_sw"),
+            offload_tx_hw: c("ssl.offload.tx_hw"),
+            offload_rx_sw: c("ssl.offload.rx_sw"),
+            offload_rx_hw: c("ssl.offload.rx_hw"),
+            offload_none: c("ssl.offload.none"),
+            offload_unknown: c("ssl.offload.unknown"),
             dynamic: RefCell::new(HashMap::new()),
             store: store.clone(),
             scope: scope.to_string(),
@@ -66,7 +83,32 @@ impl ListenerStats {
         }
     }
 
-    /// Increments `<scope>ssl.<kind>.<name>` (kind: ciphers, versions, curves, sigalgs).
+    /// Counts where an offloaded connection's crypto runs.
+    pub fn offload_observed(&self, observed: &Observed) {
+        let count = |w: Where, sw: &WorkerCounter, hw: &WorkerCounter| match w {
+            Where::Sw => sw.inc(),
+            Where::Hw => hw.inc(),
+            Where::Unknown => {}
+        };
+        count(observed.tx, &self.offload_tx_sw, &self.offload_tx_hw);
+        count(observed.rx, &self.offload_rx_sw, &self.offload_rx_hw);
+        if observed.tx == Where::Unknown || observed.rx == Where::Unknown {
+            self.offload_unknown.inc();
+        }
+    }
+
+    /// `ssl.offload.rekey_{tx,rx}` and `ssl.offload.error.<reason>`.
+    pub fn offload_event(&self, event: OffloadEvent) {
+        match event {
+            OffloadEvent::Rekey(dir) => {
+                self.ssl_dynamic("offload", &format!("rekey_{}", dir.as_str()))
+            }
+            OffloadEvent::Error(reason) => self.ssl_dynamic("offload.error", reason.as_str()),
+        }
+    }
+
+    /// Increments `<scope>ssl.<kind>.<name>` (kind: ciphers, versions, curves, sigalgs,
+    /// offload.fallback, offload.closed, offload.error).
     pub fn ssl_dynamic(&self, kind: &str, name: &str) {
         let key = format!("ssl.{kind}.{name}");
         let mut map = self.dynamic.borrow_mut();
@@ -219,6 +261,25 @@ pub fn refresh_server_stats(state: &ServerState) {
         if state.state_name() == "LIVE" { 0 } else { 1 },
     );
     set("server.total_connections", total_connections(state));
+    refresh_tls_stat(state);
+}
+
+/// `tls_stat.<Name>` gauges from /proc/net/tls_stat (TlsCurrTxSw, TlsTxDevice, ...), read
+/// when stats are rendered; absent while the tls module is not loaded.
+fn refresh_tls_stat(state: &ServerState) {
+    let main = state.stats.main_slot();
+    match tls_stat::read() {
+        Ok(Some(stats)) => {
+            for s in stats {
+                state
+                    .stats
+                    .gauge(&format!("tls_stat.{}", s.name), ImportMode::NeverImport)
+                    .set(main, s.value);
+            }
+        }
+        Ok(None) => {}
+        Err(e) => tracing::debug!("{}: {e}", tls_stat::PATH),
+    }
 }
 
 fn total_connections(state: &ServerState) -> u64 {

@@ -61,6 +61,17 @@ pub struct ServerContext {
 
 impl ServerContext {
     pub fn build(ctx: &DownstreamTlsContext) -> Result<Arc<ServerContext>, TlsConfigError> {
+        ServerContext::build_preferring(ctx, &|_| false)
+    }
+
+    /// [`ServerContext::build`], with the cipher suites for which `first` holds moved ahead of
+    /// the others; the configured order is kept within each group. With kernel TLS on, hoist
+    /// passes "the kernel can offload it", so that clients offering both get an offloadable
+    /// suite (the server's order decides: `ignore_client_order`).
+    pub fn build_preferring(
+        ctx: &DownstreamTlsContext,
+        first: &dyn Fn(SupportedCipherSuite) -> bool,
+    ) -> Result<Arc<ServerContext>, TlsConfigError> {
         let path = ctx.yaml_path.as_str();
         let versions = versions(ctx.tls_params.min_version, ctx.tls_params.max_version)
             .map_err(|r| TlsConfigError::new(path, r))?;
@@ -98,6 +109,9 @@ impl ServerContext {
                 }
             }
         }
+
+        let (mut suites, rest): (Vec<_>, Vec<_>) = suites.into_iter().partition(|s| first(*s));
+        suites.extend(rest);
 
         let curves: Vec<Curve> = if ctx.tls_params.ecdh_curves.is_empty() {
             vec![Curve::X25519, Curve::P256]
@@ -197,6 +211,12 @@ impl ServerContext {
             certs,
             yaml_path: ctx.yaml_path.clone(),
         }))
+    }
+
+    /// The cipher suites this context can negotiate, in the server's preference order (TLS 1.3
+    /// suites first when TLS 1.3 is enabled).
+    pub fn cipher_suites(&self) -> &[SupportedCipherSuite] {
+        &self.config.crypto_provider().cipher_suites
     }
 
     /// The ALPN protocols offered, in preference order; empty means no ALPN.

@@ -115,6 +115,12 @@ const ENDPOINTS: &[Endpoint] = &[
         handler: server_info,
     },
     Endpoint {
+        path: "/tls_offload",
+        help: "kernel TLS offload: probe result, policy and sw/hw counters per listener, /proc/net/tls_stat",
+        mutates: false,
+        handler: tls_offload,
+    },
+    Endpoint {
         path: "/stats",
         help: "print server stats (?filter=<regex>, ?format=json|prometheus, ?usedonly, ?type=)",
         mutates: false,
@@ -277,6 +283,10 @@ fn server_info(state: &ServerState, _: &Query<'_>) -> AdminResponse {
         "uptime_current_epoch": uptime,
         "uptime_all_epochs": uptime,
     }))
+}
+
+fn tls_offload(state: &ServerState, _: &Query<'_>) -> AdminResponse {
+    AdminResponse::json(&super::tls_offload::report(state))
 }
 
 fn config_dump(state: &ServerState, _: &Query<'_>) -> AdminResponse {

@@ -4,6 +4,7 @@
 mod certs;
 mod config_dump;
 mod handlers;
+mod tls_offload;
 
 use std::sync::Arc;
 use std::time::Duration;
