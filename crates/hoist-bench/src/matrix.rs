@@ -78,6 +78,13 @@ impl CellResult {
         (gb > 0.0).then(|| cpu.process_s / gb)
     }
 
+    /// Server CPU-microseconds per request: what a filter costs, independent of throughput.
+    pub fn cpu_us_per_request(&self) -> Option<f64> {
+        let (load, cpu) = self.measured()?;
+        let requests = load.qps * load.seconds;
+        (requests > 0.0).then(|| cpu.process_s * 1e6 / requests)
+    }
+
     pub fn to_json(&self) -> Value {
         let c = &self.cell;
         let mut v = json!({
@@ -107,6 +114,7 @@ impl CellResult {
                 v["server_cores_busy_s"] = json!(cpu.cores_busy_s);
                 v["server_cores_util"] = json!(cpu.cores_util);
                 v["server_cpu_s_per_gb"] = json!(self.cpu_s_per_gb());
+                v["server_cpu_us_per_request"] = json!(self.cpu_us_per_request());
             }
             Outcome::Skipped(why) => {
                 v["status"] = json!("skipped");

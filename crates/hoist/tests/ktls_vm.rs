@@ -186,6 +186,32 @@ grep -o 'PEER [a-z_]* [A-Za-z0-9._]* ok' /tmp/peer.out
 { printf 'GET /1k HTTP/1.1\r\nhost: a\r\n\r\n'; sleep 5; echo K; sleep 5; printf 'GET /1k HTTP/1.1\r\nhost: a\r\n\r\n'; sleep 5; } |
   timeout 120 openssl s_client -connect 127.0.0.1:10443 -tls1_3 >/tmp/sclient.out 2>&1
 echo "KTLS s_client responses: $(grep -c '^HTTP/1.1 200' /tmp/sclient.out) keyupdate: $(grep -c KEYUPDATE /tmp/sclient.out)"
+# Keep-alive: 20 requests on one connection, every body checked.
+set --
+i=0; while [ $i -lt 20 ]; do set -- "$@" -o "/tmp/ka$i" "https://localhost:10443/16385"; i=$((i+1)); done
+curl -sk -w '%{num_connects}\n' "$@" >/tmp/ka.out || fail "keep-alive curl"
+want=$(sha256sum /root/data/16385.bin | cut -d' ' -f1)
+ok=0; i=0; while [ $i -lt 20 ]; do [ "$(sha256sum /tmp/ka$i | cut -d' ' -f1)" = "$want" ] && ok=$((ok+1)); i=$((i+1)); done
+echo "KTLS keepalive bodies: $ok connects: $(awk '{s+=$1} END {print s}' /tmp/ka.out)"
+# 100 concurrent connections (one curl, --parallel: process start-up is slow under emulation),
+# each fetching a pseudo-random size, every body checked.
+set --
+seed=7; i=0
+while [ $i -lt 100 ]; do
+  seed=$(( (seed * 1103515245 + 12345) % 2147483648 ))
+  case $(( seed % 5 )) in 0) s=0;; 1) s=16383;; 2) s=16384;; 3) s=16385;; *) s=1k;; esac
+  echo "$s" >"/tmp/cs$i"
+  set -- "$@" -o "/tmp/cc$i" "https://localhost:10443/$s"
+  i=$((i+1))
+done
+curl -sk --parallel --parallel-immediate --parallel-max 100 -w '%{num_connects}\n' "$@" >/tmp/cc.out || fail "parallel curl"
+ok=0; i=0
+while [ $i -lt 100 ]; do
+  s=$(cat "/tmp/cs$i")
+  [ "$(sha256sum "/tmp/cc$i" | cut -d' ' -f1)" = "$(sha256sum "/root/data/$s.bin" | cut -d' ' -f1)" ] && ok=$((ok+1))
+  i=$((i+1))
+done
+echo "KTLS concurrent ok: $ok connects: $(awk '{s+=$1} END {print s}' /tmp/cc.out)"
 "#,
     );
     s.push_str(FINISH);
@@ -324,8 +350,17 @@ fn ktls_on_debian_6_1() {
         assert!(out.contains(&format!("PEER {case} ok")), "{case}:\n{out}");
     }
     assert!(out.contains("KTLS body HTTP/2 ok"), "{out}");
-    // curl x6 + HTTP/2, peer: 5 cases x 2 versions + slow reader + key update, s_client: 1.
-    let offloaded = 7 + 10 + 2 + 1;
+    assert!(
+        out.contains("KTLS keepalive bodies: 20 connects: 1\n"),
+        "{out}"
+    );
+    assert_eq!(number_after(&out, "KTLS concurrent ok: "), 100, "{out}");
+    // curl may reuse a connection whose transfer ended before another started.
+    let concurrent = number_after(&out, "KTLS concurrent ok: 100 connects: ");
+    assert!((50..=100).contains(&concurrent), "{out}");
+    // curl x6 + HTTP/2, peer: 5 cases x 2 versions + slow reader + key update, s_client: 1,
+    // keep-alive: 1, concurrent: as many as curl opened.
+    let offloaded = 7 + 10 + 2 + 1 + 1 + concurrent;
     assert_eq!(stat(&out, "tx_sw"), offloaded, "{out}");
     assert_eq!(stat(&out, "rx_sw"), offloaded, "{out}");
     assert_eq!(stat(&out, "none"), 0, "{out}");
@@ -344,8 +379,8 @@ fn ktls_on_debian_6_1() {
     assert_eq!(number_after(&out, "KTLS diag other: "), 0, "{out}");
     // One access log line per request, all "sw": curl 7, same_flight 2, pipelined 2 x 3,
     // client_close_notify 2, boundaries 2 x 4, slow_reader 1, key_update 1 (its second
-    // request is never read), s_client 1.
-    let requests = 7 + 2 + 6 + 2 + 8 + 1 + 1 + 1;
+    // request is never read), s_client 1, keep-alive 20, concurrent 100.
+    let requests = 7 + 2 + 6 + 2 + 8 + 1 + 1 + 1 + 20 + 100;
     assert!(
         out.contains(&format!("KTLS access sw: {requests} other: 0\n")),
         "{out}"

@@ -81,6 +81,34 @@ pub fn all(plan: &Plan, v: &View<'_>, o: &BenchOptions) -> String {
             md.push('\n');
         }
         md.push('\n');
+        // What each configuration costs per request, next to no filters: the filter's price
+        // whatever the throughput.
+        md.push_str(&format!(
+            "### Server CPU per request by L7 configuration (baseline, {cipher}, 1 worker)\n\n| configuration |"
+        ));
+        for size in &plan.sizes {
+            md.push_str(&format!(" {size} µs/request | vs none |"));
+        }
+        md.push_str("\n|---|");
+        md.push_str(&"---|---|".repeat(plan.sizes.len()));
+        md.push('\n');
+        for l7 in &plan.configs {
+            md.push_str(&format!("| {l7} |"));
+            for size in &plan.sizes {
+                let us = |l: &str| {
+                    v.hoist(Mode::Baseline, l, 1, cipher, size)
+                        .and_then(CellResult::cpu_us_per_request)
+                };
+                let (this, none) = (us(l7), us("none"));
+                let extra = match (this, none) {
+                    (Some(t), Some(n)) if n > 0.0 => format!("{:+.1}%", (t / n - 1.0) * 100.0),
+                    _ => "-".to_string(),
+                };
+                md.push_str(&format!(" {} | {extra} |", cell(this, "", 1)));
+            }
+            md.push('\n');
+        }
+        md.push('\n');
     }
 
     if plan.ciphers.len() > 1 {
