@@ -13,6 +13,7 @@ pub mod model;
 pub mod reader;
 mod source;
 
+pub use decode::shared as decoders;
 pub use error::ConfigError;
 
 use std::path::Path;
