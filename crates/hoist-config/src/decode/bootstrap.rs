@@ -11,17 +11,12 @@ use crate::reader::{Node, Result};
 
 /// Decodes a whole configuration tree; the tree itself is kept for /config_dump.
 pub(crate) fn bootstrap(tree: Value) -> Result<Bootstrap> {
-    let (node, admin, (listeners, clusters)) = decode(&tree)?;
-    Ok(Bootstrap {
-        node,
-        admin,
-        listeners,
-        clusters,
-        source: tree,
-    })
+    let mut b = decode(&tree)?;
+    b.source = tree;
+    Ok(b)
 }
 
-fn decode(tree: &Value) -> Result<(model::Node, Option<Admin>, (Vec<Listener>, Vec<Cluster>))> {
+fn decode(tree: &Value) -> Result<Bootstrap> {
     let mut m = Node::new(tree, "").message()?;
     m.unsupported(&[
         "node_context_params",
@@ -72,7 +67,14 @@ fn decode(tree: &Value) -> Result<(model::Node, Option<Admin>, (Vec<Listener>, V
         None => (Vec::new(), Vec::new()),
     };
     m.finish()?;
-    Ok((node, admin, resources))
+    let (listeners, clusters) = resources;
+    Ok(Bootstrap {
+        node,
+        admin,
+        listeners,
+        clusters,
+        source: Value::Null,
+    })
 }
 
 /// `envoy.config.core.v3.Node`. metadata and locality are data that only /server_info and
