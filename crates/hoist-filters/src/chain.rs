@@ -13,13 +13,14 @@ use std::any::Any;
 use std::sync::Arc;
 
 use bytes::Bytes;
-use hoist_config::model::{HttpFilter as FilterModel, RawTypedConfig};
+use hoist_config::model::{Cluster, HttpFilter as FilterModel, RawTypedConfig};
 use hoist_config::ConfigError;
 use hoist_http::{RequestHead, ResponseHead};
 use hoist_stats::Store;
 
 use crate::buffer;
 use crate::filter::{FilterStatus, HttpFilter, LocalReply, StreamContext, StreamInfo, StreamState};
+use crate::jwt_authn;
 
 /// A per-route configuration as a filter's factory decoded it.
 pub type RouteConfig = Arc<dyn Any + Send + Sync>;
@@ -30,10 +31,13 @@ pub struct BuildContext<'a> {
     pub stat_prefix: &'a str,
     pub stats: &'a Arc<Store>,
     pub workers: usize,
+    /// `static_resources.clusters`, for filters that reach a service of their own.
+    pub clusters: &'a [Cluster],
 }
 
 enum FilterConfig {
     Buffer(Arc<buffer::Config>),
+    JwtAuthn(Arc<jwt_authn::Config>),
 }
 
 struct Entry {
@@ -51,6 +55,7 @@ macro_rules! dispatch {
     ($value:expr, $f:ident => $body:expr) => {
         match $value {
             Self::Buffer($f) => $body,
+            Self::JwtAuthn($f) => $body,
         }
     };
 }
@@ -65,6 +70,9 @@ impl FilterChainConfig {
             let config = match type_name(&f.config) {
                 buffer::TYPE_NAME => {
                     FilterConfig::Buffer(Arc::new(buffer::Config::decode(&f.config, cx)?))
+                }
+                jwt_authn::TYPE_NAME => {
+                    FilterConfig::JwtAuthn(Arc::new(jwt_authn::Config::decode(&f.config, cx)?))
                 }
                 other => {
                     return Err(ConfigError::new(
@@ -105,6 +113,7 @@ impl FilterChainConfig {
         };
         let config: RouteConfig = match &self.entries[index].config {
             FilterConfig::Buffer(_) => Arc::new(buffer::RouteConfig::decode(raw)?),
+            FilterConfig::JwtAuthn(c) => Arc::new(jwt_authn::RouteConfig::decode(raw, c)?),
         };
         Ok(Some((index, config)))
     }
@@ -118,6 +127,9 @@ impl FilterChainConfig {
                 FilterConfig::Buffer(c) => {
                     WorkerFilter::Buffer(buffer::Worker::new(c.clone(), slot))
                 }
+                FilterConfig::JwtAuthn(c) => {
+                    WorkerFilter::JwtAuthn(jwt_authn::Worker::new(c.clone(), slot))
+                }
             })
             .collect();
         WorkerFilterChain { filters }
@@ -126,6 +138,7 @@ impl FilterChainConfig {
 
 enum WorkerFilter {
     Buffer(buffer::Worker),
+    JwtAuthn(jwt_authn::Worker),
 }
 
 /// One worker's filter chain.
@@ -146,6 +159,7 @@ impl WorkerFilterChain {
                 .iter()
                 .map(|w| match w {
                     WorkerFilter::Buffer(w) => StreamFilter::Buffer(w.stream()),
+                    WorkerFilter::JwtAuthn(w) => StreamFilter::JwtAuthn(w.stream()),
                 })
                 .collect(),
             resume_at: 0,
@@ -155,6 +169,7 @@ impl WorkerFilterChain {
 
 enum StreamFilter<'w> {
     Buffer(buffer::Filter<'w>),
+    JwtAuthn(jwt_authn::Filter<'w>),
 }
 
 impl StreamFilter<'_> {

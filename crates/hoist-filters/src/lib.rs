@@ -9,6 +9,8 @@
 mod buffer;
 pub mod chain;
 mod filter;
+mod jwt_authn;
+pub mod matcher;
 
 pub use chain::{
     BuildContext, Decision, FilterChainConfig, RouteConfig, StreamFilters, WorkerFilterChain,

@@ -4,7 +4,7 @@
 use std::net::SocketAddr;
 use std::sync::Arc;
 
-use hoist_config::model::{FilterChain, FilterChainMatch, Listener, TlsOffloadMode};
+use hoist_config::model::{Cluster, FilterChain, FilterChainMatch, Listener, TlsOffloadMode};
 use hoist_config::ConfigError;
 use hoist_stats::Store;
 use hoist_tls::server_config::ServerContext;
@@ -47,6 +47,7 @@ impl ListenerRuntime {
         l: &Listener,
         stats: &Arc<Store>,
         concurrency: usize,
+        clusters: &[Cluster],
     ) -> Result<ListenerRuntime, ConfigError> {
         let build_chain = |c: &FilterChain| -> Result<Arc<ChainRuntime>, ConfigError> {
             let tls = match &c.tls {
@@ -60,7 +61,7 @@ impl ListenerRuntime {
                 name: c.name.clone(),
                 filter_chain_match: c.filter_chain_match.clone(),
                 tls,
-                hcm: HcmRuntime::build(&c.hcm, stats, concurrency)?,
+                hcm: HcmRuntime::build(&c.hcm, stats, concurrency, clusters)?,
             }))
         };
         let chains = l

@@ -105,7 +105,7 @@ pub fn run(options: Options) -> ExitCode {
     let listeners = match bootstrap
         .listeners
         .iter()
-        .map(|l| ListenerRuntime::build(l, &stats, concurrency).map(Arc::new))
+        .map(|l| ListenerRuntime::build(l, &stats, concurrency, &bootstrap.clusters).map(Arc::new))
         .collect::<Result<Vec<_>, _>>()
     {
         Ok(l) => l,

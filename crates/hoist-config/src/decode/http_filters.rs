@@ -15,11 +15,18 @@ const ROUTER: Kind = Kind {
 /// type here; its typed_config is kept as a `RawTypedConfig` that the filter decodes (with
 /// `hoist_config::reader`) when it is built. `name_only` must stay false: the filter needs its
 /// config.
-const FILTERS: &[Kind] = &[Kind {
-    type_name: "envoy.extensions.filters.http.buffer.v3.Buffer",
-    names: &["envoy.filters.http.buffer", "envoy.buffer"],
-    name_only: false,
-}];
+const FILTERS: &[Kind] = &[
+    Kind {
+        type_name: "envoy.extensions.filters.http.buffer.v3.Buffer",
+        names: &["envoy.filters.http.buffer", "envoy.buffer"],
+        name_only: false,
+    },
+    Kind {
+        type_name: "envoy.extensions.filters.http.jwt_authn.v3.JwtAuthentication",
+        names: &["envoy.filters.http.jwt_authn"],
+        name_only: false,
+    },
+];
 
 /// The decoded `http_filters`.
 pub(crate) struct HttpFilters {
