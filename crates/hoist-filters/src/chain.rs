@@ -21,6 +21,7 @@ use hoist_stats::Store;
 use crate::buffer;
 use crate::filter::{FilterStatus, HttpFilter, LocalReply, StreamContext, StreamInfo, StreamState};
 use crate::jwt_authn;
+use crate::local_ratelimit;
 
 /// A per-route configuration as a filter's factory decoded it.
 pub type RouteConfig = Arc<dyn Any + Send + Sync>;
@@ -38,6 +39,7 @@ pub struct BuildContext<'a> {
 enum FilterConfig {
     Buffer(Arc<buffer::Config>),
     JwtAuthn(Arc<jwt_authn::Config>),
+    LocalRateLimit(Arc<local_ratelimit::Config>),
 }
 
 struct Entry {
@@ -56,6 +58,7 @@ macro_rules! dispatch {
         match $value {
             Self::Buffer($f) => $body,
             Self::JwtAuthn($f) => $body,
+            Self::LocalRateLimit($f) => $body,
         }
     };
 }
@@ -74,6 +77,9 @@ impl FilterChainConfig {
                 jwt_authn::TYPE_NAME => {
                     FilterConfig::JwtAuthn(Arc::new(jwt_authn::Config::decode(&f.config, cx)?))
                 }
+                local_ratelimit::TYPE_NAME => FilterConfig::LocalRateLimit(Arc::new(
+                    local_ratelimit::Config::decode(&f.config, cx)?,
+                )),
                 other => {
                     return Err(ConfigError::new(
                         f.config.yaml_path.clone(),
@@ -114,6 +120,7 @@ impl FilterChainConfig {
         let config: RouteConfig = match &self.entries[index].config {
             FilterConfig::Buffer(_) => Arc::new(buffer::RouteConfig::decode(raw)?),
             FilterConfig::JwtAuthn(c) => Arc::new(jwt_authn::RouteConfig::decode(raw, c)?),
+            FilterConfig::LocalRateLimit(c) => Arc::new(c.decode_route(raw)?),
         };
         Ok(Some((index, config)))
     }
@@ -130,6 +137,9 @@ impl FilterChainConfig {
                 FilterConfig::JwtAuthn(c) => {
                     WorkerFilter::JwtAuthn(jwt_authn::Worker::new(c.clone(), slot))
                 }
+                FilterConfig::LocalRateLimit(c) => {
+                    WorkerFilter::LocalRateLimit(local_ratelimit::Worker::new(c.clone(), slot))
+                }
             })
             .collect();
         WorkerFilterChain { filters }
@@ -139,6 +149,7 @@ impl FilterChainConfig {
 enum WorkerFilter {
     Buffer(buffer::Worker),
     JwtAuthn(jwt_authn::Worker),
+    LocalRateLimit(local_ratelimit::Worker),
 }
 
 /// One worker's filter chain.
@@ -160,6 +171,7 @@ impl WorkerFilterChain {
                 .map(|w| match w {
                     WorkerFilter::Buffer(w) => StreamFilter::Buffer(w.stream()),
                     WorkerFilter::JwtAuthn(w) => StreamFilter::JwtAuthn(w.stream()),
+                    WorkerFilter::LocalRateLimit(w) => StreamFilter::LocalRateLimit(w.stream()),
                 })
                 .collect(),
             resume_at: 0,
@@ -170,6 +182,7 @@ impl WorkerFilterChain {
 enum StreamFilter<'w> {
     Buffer(buffer::Filter<'w>),
     JwtAuthn(jwt_authn::Filter<'w>),
+    LocalRateLimit(local_ratelimit::Filter<'w>),
 }
 
 impl StreamFilter<'_> {

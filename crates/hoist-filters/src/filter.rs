@@ -5,6 +5,7 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 
 use bytes::Bytes;
+use hoist_config::model::RateLimit;
 use hoist_http::{RequestHead, ResponseFlags, ResponseHead};
 use hoist_tls::transport::TlsInfo;
 use http::HeaderMap;
@@ -58,6 +59,9 @@ pub struct StreamInfo<'a> {
     pub route_name: Option<&'a str>,
     /// Whether a route matched at all (filters may skip work for requests that will 404).
     pub has_route: bool,
+    /// The `rate_limits` of the matched virtual host (descriptor generators for rate limit
+    /// filters); empty without a route.
+    pub virtual_host_rate_limits: &'a [RateLimit],
 }
 
 /// What the stream accumulates while filters run: Envoy's dynamic metadata (per filter

@@ -10,6 +10,7 @@ mod buffer;
 pub mod chain;
 mod filter;
 mod jwt_authn;
+pub mod local_ratelimit;
 pub mod matcher;
 
 pub use chain::{

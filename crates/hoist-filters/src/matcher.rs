@@ -5,8 +5,7 @@
 use std::borrow::Cow;
 
 use hoist_config::model::{
-    HeaderMatchSpec, HeaderMatcher, PathMatch, QueryParameterMatchSpec, QueryParameterMatcher,
-    RouteMatch,
+    HeaderMatcher, PathMatch, QueryParameterMatchSpec, QueryParameterMatcher, RouteMatch,
 };
 use hoist_http::RequestHead;
 
@@ -82,24 +81,7 @@ pub fn header_value<'a>(
 
 /// Envoy's HeaderMatcher on a request.
 pub fn header_matches(h: &HeaderMatcher, head: &RequestHead, scheme: &str) -> bool {
-    let value = match (
-        header_value(&h.name, head, scheme),
-        h.treat_missing_as_empty,
-    ) {
-        (Some(v), _) => Some(v),
-        (None, true) => Some(Cow::Borrowed("")),
-        (None, false) => None,
-    };
-    let matched = match (&h.spec, &value) {
-        (HeaderMatchSpec::Present(want), v) => v.is_some() == *want,
-        // A missing header never matches a value matcher, even inverted (Envoy semantics).
-        (_, None) => return false,
-        (HeaderMatchSpec::String(sm), Some(v)) => sm.matches(v),
-        (HeaderMatchSpec::Range { start, end }, Some(v)) => {
-            v.parse::<i64>().is_ok_and(|n| n >= *start && n < *end)
-        }
-    };
-    matched != h.invert_match
+    h.matches(header_value(&h.name, head, scheme).as_deref())
 }
 
 fn query_matches(q: &QueryParameterMatcher, query: Option<&str>) -> bool {
@@ -122,7 +104,7 @@ fn query_matches(q: &QueryParameterMatcher, query: Option<&str>) -> bool {
 mod tests {
     #![allow(clippy::unwrap_used)]
     use super::*;
-    use hoist_config::model::{StringMatch, StringMatcher};
+    use hoist_config::model::{HeaderMatchSpec, StringMatch, StringMatcher};
     use hoist_http::Version;
 
     fn head(path: &str) -> RequestHead {

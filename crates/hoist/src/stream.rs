@@ -87,13 +87,14 @@ impl HcmWorker {
         buffer_limit: u64,
     ) -> Result<Handled<'_>, B::Error> {
         let routing = self.rt.route(head, conn);
-        let (route_name, has_route, route_configs) = match &routing {
-            Routing::Route { route, .. } => (
+        let (route_name, has_route, route_configs, rate_limits) = match &routing {
+            Routing::Route { vh, route } => (
                 Some(route.name.as_str()),
                 true,
                 route.filter_configs.as_slice(),
+                vh.rate_limits.as_slice(),
             ),
-            Routing::Reply(_) => (None, false, &[][..]),
+            Routing::Reply(_) => (None, false, &[][..], &[][..]),
         };
         let info = StreamInfo {
             downstream_remote: conn.remote,
@@ -102,6 +103,7 @@ impl HcmWorker {
             connection_id: conn.id,
             route_name: route_name.filter(|n| !n.is_empty()),
             has_route,
+            virtual_host_rate_limits: rate_limits,
         };
         let mut state = StreamState::default();
         let mut filters = self.filters.stream();
@@ -223,6 +225,7 @@ impl HcmWorker {
                 connection_id: r.conn.id,
                 route_name: r.reply.route_name.as_deref(),
                 has_route: r.reply.route_name.is_some(),
+                virtual_host_rate_limits: &[],
             };
             filters.log(&info, state, r.reply.head.status);
         }

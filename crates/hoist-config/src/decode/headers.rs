@@ -25,7 +25,8 @@ fn removals(m: &mut Message, field: &str) -> Result<Vec<String>> {
     m.list(field)?.iter().map(mutable_header_name).collect()
 }
 
-fn header_value_option(node: &Node) -> Result<HeaderValueOption> {
+/// One `envoy.config.core.v3.HeaderValueOption`.
+pub fn header_value_option(node: &Node) -> Result<HeaderValueOption> {
     let mut m = node.message()?;
     let header = m.required("header")?;
     let append = m.opt_bool("append")?;

@@ -10,15 +10,13 @@ mod hcm;
 mod headers;
 mod http_filters;
 mod listener;
+mod rate_limit;
 mod route;
 mod route_match;
 mod tls;
 
 pub(crate) use bootstrap::bootstrap;
-
-/// Decoders of Envoy messages that filters embed in their own configuration (a JWT rule's
-/// RouteMatch, a provider's DataSource), so that filters decode them exactly as the loader does.
-pub mod shared {
-    pub use super::core::data_source;
-    pub use super::route_match::{header_matcher, route_match, string_matcher};
-}
+pub use core::data_source;
+pub use headers::header_value_option;
+pub use rate_limit::rate_limit;
+pub use route_match::{header_matcher, route_match, string_matcher};

@@ -5,6 +5,7 @@ use std::collections::BTreeMap;
 use super::core::data_source;
 use super::headers::{header_mutations, header_value};
 use super::http_filters::HttpFilters;
+use super::rate_limit::rate_limit;
 use super::route_match::route_match;
 use crate::extension::TypedConfig;
 use crate::model::{
@@ -78,7 +79,6 @@ fn virtual_host(node: &Node, cx: &Context) -> Result<VirtualHost> {
     m.unsupported(&[
         "matcher",
         "virtual_clusters",
-        "rate_limits",
         "cors",
         "include_request_attempt_count",
         "include_attempt_count_in_response",
@@ -111,6 +111,11 @@ fn virtual_host(node: &Node, cx: &Context) -> Result<VirtualHost> {
         .collect::<Result<Vec<_>>>()?;
     let headers = header_mutations(&mut m)?;
     let typed_per_filter_config = typed_per_filter_config(&mut m, cx.filters)?;
+    let rate_limits = m
+        .list("rate_limits")?
+        .iter()
+        .map(rate_limit)
+        .collect::<Result<Vec<_>>>()?;
     // EXTERNAL_ONLY is ALL for hoist: it has no notion of internal requests.
     let require_tls = m
         .enumeration("require_tls", &["NONE", "EXTERNAL_ONLY", "ALL"])?
@@ -123,6 +128,7 @@ fn virtual_host(node: &Node, cx: &Context) -> Result<VirtualHost> {
         headers,
         typed_per_filter_config,
         require_tls,
+        rate_limits,
     })
 }
 

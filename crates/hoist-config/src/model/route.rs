@@ -37,6 +37,8 @@ pub struct VirtualHost {
     pub typed_per_filter_config: BTreeMap<String, RawTypedConfig>,
     /// `require_tls`: NONE, EXTERNAL_ONLY, ALL. hoist treats EXTERNAL_ONLY like ALL.
     pub require_tls: bool,
+    /// `rate_limits`: descriptor generators for rate limit filters (local_ratelimit).
+    pub rate_limits: Vec<RateLimit>,
 }
 
 #[derive(Clone, Debug)]
@@ -69,6 +71,28 @@ pub struct HeaderMatcher {
     pub invert_match: bool,
     /// `treat_missing_header_as_empty`.
     pub treat_missing_as_empty: bool,
+}
+
+impl HeaderMatcher {
+    /// Envoy's header match, given the request's value of `name` (several values joined by
+    /// ","), or None when the request does not have the header.
+    pub fn matches(&self, value: Option<&str>) -> bool {
+        let value = match value {
+            Some(v) => Some(v),
+            None if self.treat_missing_as_empty => Some(""),
+            None => None,
+        };
+        let matched = match (&self.spec, value) {
+            (HeaderMatchSpec::Present(want), v) => v.is_some() == *want,
+            // A missing header never matches a value matcher, even inverted (Envoy semantics).
+            (_, None) => return false,
+            (HeaderMatchSpec::String(sm), Some(v)) => sm.matches(v),
+            (HeaderMatchSpec::Range { start, end }, Some(v)) => {
+                v.parse::<i64>().is_ok_and(|n| n >= *start && n < *end)
+            }
+        };
+        matched != self.invert_match
+    }
 }
 
 #[derive(Clone, Debug)]
@@ -134,4 +158,51 @@ pub struct Route {
     pub headers: HeaderMutations,
     pub typed_per_filter_config: BTreeMap<String, RawTypedConfig>,
     pub yaml_path: String,
+}
+
+/// `envoy.config.route.v3.RateLimit`: a list of actions that together make one rate limit
+/// descriptor for a request.
+#[derive(Clone, Debug)]
+pub struct RateLimit {
+    /// `stage` (0..=10), None when not written (filters that read stages treat that as 0).
+    pub stage: Option<u32>,
+    /// `disable_key`: local rate limiting skips entries that have one.
+    pub disable_key: String,
+    /// At least one.
+    pub actions: Vec<RateLimitAction>,
+}
+
+impl RateLimit {
+    pub fn stage(&self) -> u32 {
+        self.stage.unwrap_or(0)
+    }
+}
+
+/// `envoy.config.route.v3.RateLimit.Action`: one descriptor entry (key, value) from the request,
+/// with the defaults of the optional keys already applied.
+#[derive(Clone, Debug)]
+pub enum RateLimitAction {
+    /// `(descriptor_key, <value of header_name>)`. A missing header drops the whole
+    /// descriptor, unless `skip_if_absent`, which drops only this entry.
+    RequestHeaders {
+        /// Lower-cased; may be a pseudo-header.
+        header_name: String,
+        descriptor_key: String,
+        skip_if_absent: bool,
+    },
+    /// `("remote_address", <downstream IP>)`.
+    RemoteAddress,
+    /// `(descriptor_key or "generic_key", descriptor_value)`.
+    GenericKey {
+        descriptor_key: String,
+        descriptor_value: String,
+    },
+    /// `(descriptor_key or "header_match", descriptor_value)` when all `headers` match (or,
+    /// with `expect_match: false`, when they do not); otherwise the descriptor is dropped.
+    HeaderValueMatch {
+        descriptor_key: String,
+        descriptor_value: String,
+        expect_match: bool,
+        headers: Vec<HeaderMatcher>,
+    },
 }

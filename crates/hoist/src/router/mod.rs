@@ -11,7 +11,8 @@ use std::sync::Arc;
 
 use bytes::Bytes;
 use hoist_config::model::{
-    DataSource, PathMatch, Redirect, RouteAction, RouteConfiguration, RouteMatch, VirtualHost,
+    DataSource, PathMatch, RateLimit, Redirect, RouteAction, RouteConfiguration, RouteMatch,
+    VirtualHost,
 };
 use hoist_config::ConfigError;
 use hoist_filters::{FilterChainConfig, RouteConfig};
@@ -48,6 +49,8 @@ pub struct VirtualHostEntry {
     pub routes: Vec<Route>,
     pub response_headers: ResponseMutations,
     pub require_tls: bool,
+    /// `rate_limits`: descriptor generators the rate limit filters read.
+    pub rate_limits: Vec<RateLimit>,
 }
 
 pub struct Router {
@@ -178,6 +181,7 @@ fn compile_vhost(
         routes,
         response_headers: ResponseMutations::compile(&vh.headers, yaml_path)?,
         require_tls: vh.require_tls,
+        rate_limits: vh.rate_limits.clone(),
     })
 }
 
@@ -229,6 +233,7 @@ mod tests {
             headers: HeaderMutations::default(),
             typed_per_filter_config: Default::default(),
             require_tls: false,
+            rate_limits: vec![],
         }
     }
 

@@ -131,6 +131,7 @@ impl Harness {
             connection_id: 1,
             route_name: None,
             has_route: true,
+            virtual_host_rate_limits: &[],
         };
         let route: Option<Arc<dyn std::any::Any + Send + Sync>> =
             route.map(|r| Arc::new(r) as Arc<dyn std::any::Any + Send + Sync>);
