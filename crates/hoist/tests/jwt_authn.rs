@@ -1,7 +1,7 @@
 //! envoy.filters.http.jwt_authn through the binary, with tokens and keys made by PyJWT (an
 //! independent implementation): every algorithm, Envoy's rejections, local JWKS from a file,
 //! remote JWKS fetched over HTTPS from a cluster (on demand and in the background), key
-//! rotation, and a failing fetch.
+//! rotation, a failing fetch, and the chain with local_ratelimit in either order.
 
 // Test code: a failed unwrap is a failed test.
 #![allow(clippy::unwrap_used)]
@@ -44,14 +44,23 @@ fn insert_before(yaml: &str, marker: &str, block: &str) -> String {
 /// A plain listener "plain" (stat_prefix "ingress") whose chain runs jwt_authn with
 /// `filter` (the JwtAuthentication fields), plus `clusters` (YAML list items).
 fn write_config(dir: &TempDir, filter: Value, clusters: &str) -> std::path::PathBuf {
-    let mut typed = filter;
+    write_chain(dir, &[jwt_filter(filter)], clusters)
+}
+
+/// An http_filters entry for jwt_authn with these JwtAuthentication fields.
+fn jwt_filter(mut typed: Value) -> String {
     typed["@type"] =
         json!("type.googleapis.com/envoy.extensions.filters.http.jwt_authn.v3.JwtAuthentication");
+    format!("- name: envoy.filters.http.jwt_authn\n  typed_config: {typed}")
+}
+
+/// Like `write_config` with several http_filters entries, in this order, before the router.
+fn write_chain(dir: &TempDir, filters: &[String], clusters: &str) -> std::path::PathBuf {
     let yaml = bootstrap(&plain_listener("plain", "ingress", &[], ""));
     let yaml = insert_before(
         &yaml,
         "- name: envoy.filters.http.router",
-        &format!("- name: envoy.filters.http.jwt_authn\n  typed_config: {typed}"),
+        &filters.join("\n"),
     );
     let yaml = if clusters.is_empty() {
         yaml
@@ -369,4 +378,60 @@ fn validate_accepts_clusters_and_refuses_an_unknown_one() {
         ),
         "{text}"
     );
+}
+
+/// An enforced local_ratelimit with two tokens that never refill during the test.
+fn rate_limit_filter() -> String {
+    let always =
+        json!({"runtime_key": "rl", "default_value": {"numerator": 100, "denominator": "HUNDRED"}});
+    let typed = json!({
+        "@type": "type.googleapis.com/envoy.extensions.filters.http.local_ratelimit.v3.LocalRateLimit",
+        "stat_prefix": "rl",
+        "token_bucket": {"max_tokens": 2, "tokens_per_fill": 1, "fill_interval": "3600s"},
+        "filter_enabled": always,
+        "filter_enforced": always
+    });
+    format!("- name: envoy.filters.http.local_ratelimit\n  typed_config: {typed}")
+}
+
+#[test]
+fn rate_limit_and_jwt_run_in_the_order_the_config_gives() {
+    let dir = TempDir::new("jwt-ratelimit");
+    let set = pyjwt("", ISS, AUD);
+    let jwks = dir.write("jwks.json", set["jwks"].to_string());
+    let jwt = jwt_filter(json!({
+        "providers": {"idp": {"issuer": ISS, "local_jwks": {"filename": jwks}}},
+        "rules": [{"match": {"prefix": "/"}, "requires": {"provider_name": "idp"}}]
+    }));
+    let good = token(&set, "RS256");
+
+    // Rate limit first: requests without a token still take tokens from the bucket, and the
+    // third is refused by the rate limit before the JWT check sees it.
+    let cfg = write_chain(&dir, &[rate_limit_filter(), jwt.clone()], "");
+    let hoist = Hoist::start(&cfg, &["--concurrency", "1"]);
+    let addr = hoist.addr("plain");
+    let statuses: Vec<u16> = (0..3).map(|_| get(addr, "/", None).status).collect();
+    assert_eq!(statuses, [401, 401, 429]);
+    assert_eq!(
+        get(addr, "/", Some(good)).status,
+        429,
+        "the bucket is empty"
+    );
+    assert_eq!(hoist.stat("rl.http_local_rate_limit.rate_limited"), 2);
+    assert_eq!(hoist.stat("http.ingress.jwt_authn.denied"), 2);
+    assert_eq!(hoist.stat("http.ingress.jwt_authn.allowed"), 0);
+    drop(hoist);
+
+    // JWT first: refused requests never reach the rate limit; two good ones take its tokens.
+    let cfg = write_chain(&dir, &[jwt, rate_limit_filter()], "");
+    let hoist = Hoist::start(&cfg, &["--concurrency", "1"]);
+    let addr = hoist.addr("plain");
+    let statuses: Vec<u16> = (0..3).map(|_| get(addr, "/", None).status).collect();
+    assert_eq!(statuses, [401, 401, 401]);
+    assert_eq!(hoist.stat("rl.http_local_rate_limit.enabled"), 0);
+    let statuses: Vec<u16> = (0..3).map(|_| get(addr, "/", Some(good)).status).collect();
+    assert_eq!(statuses, [200, 200, 429]);
+    assert_eq!(hoist.stat("rl.http_local_rate_limit.rate_limited"), 1);
+    assert_eq!(hoist.stat("http.ingress.jwt_authn.denied"), 3);
+    assert_eq!(hoist.stat("http.ingress.jwt_authn.allowed"), 3);
 }

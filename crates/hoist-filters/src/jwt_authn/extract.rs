@@ -114,14 +114,16 @@ impl Extractor {
         for loc in &self.headers {
             let mut values = head.headers.get_all(&loc.name).iter();
             let Some(first) = values.next() else { continue };
-            // Several values are joined with ",", as Envoy's getAllOfHeaderAsString does.
-            let mut value = String::from_utf8_lossy(first.as_bytes()).into_owned();
+            // Several values are joined with ",", as Envoy's getAllOfHeaderAsString does; one
+            // value is only borrowed (the usual case: one allocation, the token's).
+            let mut value = String::from_utf8_lossy(first.as_bytes());
             for v in values {
-                value.push(',');
-                value.push_str(&String::from_utf8_lossy(v.as_bytes()));
+                let joined = value.to_mut();
+                joined.push(',');
+                joined.push_str(&String::from_utf8_lossy(v.as_bytes()));
             }
             let text = if loc.prefix.is_empty() {
-                value
+                value.into_owned()
             } else {
                 let Some(pos) = value.find(&loc.prefix) else {
                     continue;

@@ -375,8 +375,6 @@ impl HttpFilter for Filter<'_> {
             stats.allowed.inc();
             return FilterStatus::Continue;
         };
-        // Built before verification: a good token may remove headers, never the path or host.
-        let realm = realm(head, scheme);
         let mut run = Run {
             worker,
             head,
@@ -395,6 +393,8 @@ impl HttpFilter for Filter<'_> {
             return FilterStatus::Continue;
         }
         stats.denied.inc();
+        // Verification may remove headers, never the path or host: the realm is the request's.
+        let realm = realm(run.head, scheme);
         FilterStatus::Reply(reply(status, realm, settings.strip_failure_response))
     }
 }
