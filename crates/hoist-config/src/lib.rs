@@ -18,7 +18,9 @@ pub use error::ConfigError;
 /// Decoders of messages that HTTP filter configurations share with the route configuration, for
 /// filters that decode their [`RawTypedConfig`](model::RawTypedConfig) with [`reader`].
 pub mod decoders {
-    pub use crate::decode::{header_value_option, rate_limit};
+    pub use crate::decode::{
+        data_source, header_matcher, header_value_option, rate_limit, route_match, string_matcher,
+    };
 }
 
 use std::path::Path;

@@ -13,13 +13,14 @@ use std::any::Any;
 use std::sync::Arc;
 
 use bytes::Bytes;
-use hoist_config::model::{HttpFilter as FilterModel, RawTypedConfig};
+use hoist_config::model::{Cluster, HttpFilter as FilterModel, RawTypedConfig};
 use hoist_config::ConfigError;
 use hoist_http::{RequestHead, ResponseHead};
 use hoist_stats::Store;
 
 use crate::buffer;
 use crate::filter::{FilterStatus, HttpFilter, LocalReply, StreamContext, StreamInfo, StreamState};
+use crate::jwt_authn;
 use crate::local_ratelimit;
 
 /// A per-route configuration as a filter's factory decoded it.
@@ -31,10 +32,13 @@ pub struct BuildContext<'a> {
     pub stat_prefix: &'a str,
     pub stats: &'a Arc<Store>,
     pub workers: usize,
+    /// `static_resources.clusters`, for filters that reach a service of their own.
+    pub clusters: &'a [Cluster],
 }
 
 enum FilterConfig {
     Buffer(Arc<buffer::Config>),
+    JwtAuthn(Arc<jwt_authn::Config>),
     LocalRateLimit(Arc<local_ratelimit::Config>),
 }
 
@@ -53,6 +57,7 @@ macro_rules! dispatch {
     ($value:expr, $f:ident => $body:expr) => {
         match $value {
             Self::Buffer($f) => $body,
+            Self::JwtAuthn($f) => $body,
             Self::LocalRateLimit($f) => $body,
         }
     };
@@ -68,6 +73,9 @@ impl FilterChainConfig {
             let config = match type_name(&f.config) {
                 buffer::TYPE_NAME => {
                     FilterConfig::Buffer(Arc::new(buffer::Config::decode(&f.config, cx)?))
+                }
+                jwt_authn::TYPE_NAME => {
+                    FilterConfig::JwtAuthn(Arc::new(jwt_authn::Config::decode(&f.config, cx)?))
                 }
                 local_ratelimit::TYPE_NAME => FilterConfig::LocalRateLimit(Arc::new(
                     local_ratelimit::Config::decode(&f.config, cx)?,
@@ -111,6 +119,7 @@ impl FilterChainConfig {
         };
         let config: RouteConfig = match &self.entries[index].config {
             FilterConfig::Buffer(_) => Arc::new(buffer::RouteConfig::decode(raw)?),
+            FilterConfig::JwtAuthn(c) => Arc::new(jwt_authn::RouteConfig::decode(raw, c)?),
             FilterConfig::LocalRateLimit(c) => Arc::new(c.decode_route(raw)?),
         };
         Ok(Some((index, config)))
@@ -125,6 +134,9 @@ impl FilterChainConfig {
                 FilterConfig::Buffer(c) => {
                     WorkerFilter::Buffer(buffer::Worker::new(c.clone(), slot))
                 }
+                FilterConfig::JwtAuthn(c) => {
+                    WorkerFilter::JwtAuthn(jwt_authn::Worker::new(c.clone(), slot))
+                }
                 FilterConfig::LocalRateLimit(c) => {
                     WorkerFilter::LocalRateLimit(local_ratelimit::Worker::new(c.clone(), slot))
                 }
@@ -136,6 +148,7 @@ impl FilterChainConfig {
 
 enum WorkerFilter {
     Buffer(buffer::Worker),
+    JwtAuthn(jwt_authn::Worker),
     LocalRateLimit(local_ratelimit::Worker),
 }
 
@@ -157,6 +170,7 @@ impl WorkerFilterChain {
                 .iter()
                 .map(|w| match w {
                     WorkerFilter::Buffer(w) => StreamFilter::Buffer(w.stream()),
+                    WorkerFilter::JwtAuthn(w) => StreamFilter::JwtAuthn(w.stream()),
                     WorkerFilter::LocalRateLimit(w) => StreamFilter::LocalRateLimit(w.stream()),
                 })
                 .collect(),
@@ -167,6 +181,7 @@ impl WorkerFilterChain {
 
 enum StreamFilter<'w> {
     Buffer(buffer::Filter<'w>),
+    JwtAuthn(jwt_authn::Filter<'w>),
     LocalRateLimit(local_ratelimit::Filter<'w>),
 }
 

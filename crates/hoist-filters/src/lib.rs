@@ -9,7 +9,9 @@
 mod buffer;
 pub mod chain;
 mod filter;
+mod jwt_authn;
 pub mod local_ratelimit;
+pub mod matcher;
 
 pub use chain::{
     BuildContext, Decision, FilterChainConfig, RouteConfig, StreamFilters, WorkerFilterChain,

@@ -6,7 +6,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use hoist_config::model::{CodecType, HttpConnectionManager};
+use hoist_config::model::{Cluster, CodecType, HttpConnectionManager};
 use hoist_config::ConfigError;
 use hoist_filters::{BuildContext, FilterChainConfig};
 use hoist_http::h1::H1Limits;
@@ -73,6 +73,7 @@ impl HcmRuntime {
         m: &HttpConnectionManager,
         stats: &Arc<Store>,
         concurrency: usize,
+        clusters: &[Cluster],
     ) -> Result<Arc<HcmRuntime>, ConfigError> {
         let filters = FilterChainConfig::build(
             &m.http_filters,
@@ -80,6 +81,7 @@ impl HcmRuntime {
                 stat_prefix: &m.stat_prefix,
                 stats,
                 workers: concurrency,
+                clusters,
             },
         )?;
         let route_path = format!("{}.route_config", m.yaml_path);

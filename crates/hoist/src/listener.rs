@@ -4,7 +4,7 @@
 use std::net::SocketAddr;
 use std::sync::Arc;
 
-use hoist_config::model::{FilterChain, FilterChainMatch, Listener, TlsOffloadMode};
+use hoist_config::model::{Cluster, FilterChain, FilterChainMatch, Listener, TlsOffloadMode};
 use hoist_config::ConfigError;
 use hoist_stats::Store;
 use hoist_tls::offload::{self, Capabilities};
@@ -60,6 +60,7 @@ impl ListenerRuntime {
         stats: &Arc<Store>,
         concurrency: usize,
         offload_defaults: &OffloadDefaults<'_>,
+        clusters: &[Cluster],
     ) -> Result<ListenerRuntime, ConfigError> {
         let offload_mode = l.tls_offload.unwrap_or(offload_defaults.mode);
         // With offload on, what the kernel can offload is offered first (docs/KTLS.md).
@@ -79,7 +80,7 @@ impl ListenerRuntime {
                 name: c.name.clone(),
                 filter_chain_match: c.filter_chain_match.clone(),
                 tls,
-                hcm: HcmRuntime::build(&c.hcm, stats, concurrency)?,
+                hcm: HcmRuntime::build(&c.hcm, stats, concurrency, clusters)?,
             }))
         };
         let chains = l

@@ -121,7 +121,16 @@ pub fn run(options: Options) -> ExitCode {
     let listeners = match bootstrap
         .listeners
         .iter()
-        .map(|l| ListenerRuntime::build(l, &stats, concurrency, &offload_defaults).map(Arc::new))
+        .map(|l| {
+            ListenerRuntime::build(
+                l,
+                &stats,
+                concurrency,
+                &offload_defaults,
+                &bootstrap.clusters,
+            )
+            .map(Arc::new)
+        })
         .collect::<Result<Vec<_>, _>>()
     {
         Ok(l) => l,

@@ -3,23 +3,20 @@
 use serde_json::Value;
 
 use super::access_log::{access_logs, legacy_file_log};
+use super::cluster::clusters;
 use super::core::address;
 use super::listener::listener;
-use crate::model::{self, Admin, Bootstrap, Listener};
+use crate::model::{self, Admin, Bootstrap, Cluster, Listener};
 use crate::reader::{Node, Result};
 
 /// Decodes a whole configuration tree; the tree itself is kept for /config_dump.
 pub(crate) fn bootstrap(tree: Value) -> Result<Bootstrap> {
-    let (node, admin, listeners) = decode(&tree)?;
-    Ok(Bootstrap {
-        node,
-        admin,
-        listeners,
-        source: tree,
-    })
+    let mut b = decode(&tree)?;
+    b.source = tree;
+    Ok(b)
 }
 
-fn decode(tree: &Value) -> Result<(model::Node, Option<Admin>, Vec<Listener>)> {
+fn decode(tree: &Value) -> Result<Bootstrap> {
     let mut m = Node::new(tree, "").message()?;
     m.unsupported(&[
         "node_context_params",
@@ -65,12 +62,19 @@ fn decode(tree: &Value) -> Result<(model::Node, Option<Admin>, Vec<Listener>)> {
         None => model::Node::default(),
     };
     let admin = m.field("admin")?.map(|n| admin(&n)).transpose()?;
-    let listeners = match m.field("static_resources")? {
+    let resources = match m.field("static_resources")? {
         Some(n) => static_resources(&n)?,
-        None => Vec::new(),
+        None => (Vec::new(), Vec::new()),
     };
     m.finish()?;
-    Ok((node, admin, listeners))
+    let (listeners, clusters) = resources;
+    Ok(Bootstrap {
+        node,
+        admin,
+        listeners,
+        clusters,
+        source: Value::Null,
+    })
 }
 
 /// `envoy.config.core.v3.Node`. metadata and locality are data that only /server_info and
@@ -126,15 +130,12 @@ fn admin(node: &Node) -> Result<Admin> {
     })
 }
 
-/// `static_resources`: listeners only; clusters come with the upstream issue.
-fn static_resources(node: &Node) -> Result<Vec<Listener>> {
+/// `static_resources`: listeners, and clusters (which only filters reach for now: a route
+/// cannot send requests to a cluster yet).
+fn static_resources(node: &Node) -> Result<(Vec<Listener>, Vec<Cluster>)> {
     let mut m = node.message()?;
     m.unsupported(&["secrets"])?;
-    if let Some(clusters) = m.field("clusters")? {
-        if !clusters.list()?.is_empty() {
-            return Err(clusters.error("clusters are not supported by hoist yet"));
-        }
-    }
+    let clusters = clusters(&m.list("clusters")?)?;
     let mut listeners: Vec<Listener> = Vec::new();
     for (index, item) in m.list("listeners")?.into_iter().enumerate() {
         let l = listener(&item, index)?;
@@ -157,5 +158,5 @@ fn static_resources(node: &Node) -> Result<Vec<Listener>> {
         listeners.push(l);
     }
     m.finish()?;
-    Ok(listeners)
+    Ok((listeners, clusters))
 }

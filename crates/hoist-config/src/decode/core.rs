@@ -45,7 +45,7 @@ pub(crate) fn address(node: &Node) -> Result<SocketAddress> {
 
 /// `envoy.config.core.v3.DataSource`. Files must be readable now; their size is recorded and
 /// their contents are left on disk (a body stays file-backed).
-pub(crate) fn data_source(node: &Node) -> Result<DataSource> {
+pub fn data_source(node: &Node) -> Result<DataSource> {
     let mut m = node.message()?;
     m.unsupported(&["watched_directory"])?;
     let which = m.oneof(

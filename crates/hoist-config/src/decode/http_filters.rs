@@ -22,6 +22,11 @@ const FILTERS: &[Kind] = &[
         name_only: false,
     },
     Kind {
+        type_name: "envoy.extensions.filters.http.jwt_authn.v3.JwtAuthentication",
+        names: &["envoy.filters.http.jwt_authn"],
+        name_only: false,
+    },
+    Kind {
         type_name: "envoy.extensions.filters.http.local_ratelimit.v3.LocalRateLimit",
         names: &["envoy.filters.http.local_ratelimit"],
         name_only: false,

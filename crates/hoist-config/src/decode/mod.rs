@@ -4,6 +4,7 @@
 mod access_log;
 mod bootstrap;
 mod cipher;
+mod cluster;
 mod core;
 mod hcm;
 mod headers;
@@ -15,5 +16,7 @@ mod route_match;
 mod tls;
 
 pub(crate) use bootstrap::bootstrap;
+pub use core::data_source;
 pub use headers::header_value_option;
 pub use rate_limit::rate_limit;
+pub use route_match::{header_matcher, route_match, string_matcher};

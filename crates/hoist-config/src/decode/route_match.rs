@@ -14,7 +14,7 @@ use crate::reader::{Node, Result};
 /// automaton (RE2's program size limit plays this role in Envoy).
 const REGEX_SIZE_LIMIT: usize = 1 << 20;
 
-pub(crate) fn route_match(node: &Node) -> Result<RouteMatch> {
+pub fn route_match(node: &Node) -> Result<RouteMatch> {
     let mut m = node.message()?;
     m.unsupported(&[
         "connect_matcher",
@@ -66,7 +66,7 @@ pub(crate) fn route_match(node: &Node) -> Result<RouteMatch> {
     })
 }
 
-pub(crate) fn header_matcher(node: &Node) -> Result<HeaderMatcher> {
+pub fn header_matcher(node: &Node) -> Result<HeaderMatcher> {
     let mut m = node.message()?;
     let name = header_name(&m.required("name")?)?;
     let which = m.oneof(
@@ -137,7 +137,7 @@ fn query_parameter_matcher(node: &Node) -> Result<QueryParameterMatcher> {
 }
 
 /// `envoy.type.matcher.v3.StringMatcher`.
-pub(crate) fn string_matcher(node: &Node) -> Result<StringMatcher> {
+pub fn string_matcher(node: &Node) -> Result<StringMatcher> {
     let mut m = node.message()?;
     m.unsupported(&["custom"])?;
     let which = m.oneof(

@@ -227,7 +227,7 @@ fn ticket_keys(node: &Node) -> Result<Vec<Vec<u8>>> {
     Ok(keys)
 }
 
-fn validation_context(node: &Node) -> Result<ValidationContext> {
+pub(crate) fn validation_context(node: &Node) -> Result<ValidationContext> {
     let mut m = node.message()?;
     m.unsupported(&[
         "ca_certificate_provider_instance",

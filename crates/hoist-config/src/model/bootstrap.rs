@@ -1,6 +1,7 @@
 //! `envoy.config.bootstrap.v3.Bootstrap`: the root of a configuration.
 
 use super::access_log::AccessLog;
+use super::cluster::Cluster;
 use super::core::SocketAddress;
 use super::listener::Listener;
 
@@ -23,6 +24,8 @@ pub struct Bootstrap {
     /// No `admin` block means no admin listener.
     pub admin: Option<Admin>,
     pub listeners: Vec<Listener>,
+    /// `static_resources.clusters`: reachable by filters (jwt_authn's remote JWKS) only.
+    pub clusters: Vec<Cluster>,
     /// The configuration as loaded (after --config-yaml merge), for /config_dump. Secrets are
     /// still in it: redact before showing.
     pub source: serde_json::Value,

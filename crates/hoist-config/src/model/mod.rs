@@ -3,6 +3,7 @@
 
 pub mod access_log;
 pub mod bootstrap;
+pub mod cluster;
 pub mod core;
 pub mod hcm;
 pub mod listener;
@@ -11,6 +12,7 @@ pub mod tls;
 
 pub use access_log::*;
 pub use bootstrap::*;
+pub use cluster::*;
 pub use core::*;
 pub use hcm::*;
 pub use listener::*;

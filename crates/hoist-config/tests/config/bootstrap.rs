@@ -20,10 +20,21 @@ fn unknown_and_unsupported_top_level_fields() {
 }
 
 #[test]
-fn clusters_are_rejected_unless_empty() {
+fn clusters_are_decoded_for_filters_and_checked() {
     let mut v = plain();
     set(&mut v, "/static_resources/clusters", json!([]));
-    ok(&v);
+    assert!(ok(&v).clusters.is_empty());
+    set(
+        &mut v,
+        "/static_resources/clusters",
+        json!([{"name": "jwks", "connect_timeout": "2s", "load_assignment": {"endpoints": [
+            {"lb_endpoints": [{"endpoint": {"address": {"socket_address":
+                {"address": "127.0.0.1", "port_value": 9443}}}}]}]}}]),
+    );
+    let b = ok(&v);
+    assert_eq!(b.clusters.len(), 1);
+    assert_eq!(b.clusters[0].name, "jwks");
+    assert_eq!(b.clusters[0].connect_timeout.as_secs(), 2);
     set(
         &mut v,
         "/static_resources/clusters",
@@ -31,7 +42,7 @@ fn clusters_are_rejected_unless_empty() {
     );
     assert_eq!(
         error(&v),
-        "static_resources.clusters: clusters are not supported by hoist yet"
+        "static_resources.clusters[0]: missing required field \"load_assignment\""
     );
 }
 

@@ -244,6 +244,7 @@ mod tests {
             stat_prefix: "test",
             stats: STORE.get_or_init(|| hoist_stats::Store::new(1)),
             workers: 1,
+            clusters: &[],
         }
     }
 

@@ -1,0 +1,399 @@
+//! `static_resources.clusters[]` (`envoy.config.cluster.v3.Cluster`): the subset a filter needs
+//! to reach one service of its own (jwt_authn's remote JWKS): a name, how to find the endpoint,
+//! a connect timeout, and optionally TLS.
+
+use std::net::IpAddr;
+
+use super::tls::validation_context;
+use crate::extension::{select, Kind, Slot};
+use crate::model::{
+    Cluster, DiscoveryType, DnsLookupFamily, Endpoint, UpstreamTlsContext, DEFAULT_CONNECT_TIMEOUT,
+};
+use crate::reader::{Message, Node, Result};
+
+const UPSTREAM_TLS: Kind = Kind {
+    type_name: "envoy.extensions.transport_sockets.tls.v3.UpstreamTlsContext",
+    names: &["envoy.transport_sockets.tls", "tls"],
+    name_only: false,
+};
+
+const RAW_BUFFER: Kind = Kind {
+    type_name: "envoy.extensions.transport_sockets.raw_buffer.v3.RawBuffer",
+    names: &["envoy.transport_sockets.raw_buffer", "raw_buffer"],
+    name_only: true,
+};
+
+/// The cluster types in proto order (`envoy.config.cluster.v3.Cluster.DiscoveryType`).
+const DISCOVERY_TYPES: [&str; 5] = ["STATIC", "STRICT_DNS", "LOGICAL_DNS", "EDS", "ORIGINAL_DST"];
+
+const DNS_FAMILIES: [&str; 5] = ["AUTO", "V4_ONLY", "V6_ONLY", "V4_PREFERRED", "ALL"];
+
+pub(crate) fn clusters(items: &[Node]) -> Result<Vec<Cluster>> {
+    let mut out: Vec<Cluster> = Vec::with_capacity(items.len());
+    for item in items {
+        let c = cluster(item)?;
+        if let Some(other) = out.iter().find(|o| o.name == c.name) {
+            return Err(item.error(format!(
+                "cluster name \"{}\" is already used by {}",
+                c.name, other.yaml_path
+            )));
+        }
+        out.push(c);
+    }
+    Ok(out)
+}
+
+fn cluster(node: &Node) -> Result<Cluster> {
+    let mut m = node.message()?;
+    m.unsupported(&[
+        "transport_socket_matches",
+        "cluster_type",
+        "eds_cluster_config",
+        "per_connection_buffer_limit_bytes",
+        "lb_subset_config",
+        "ring_hash_lb_config",
+        "maglev_lb_config",
+        "original_dst_lb_config",
+        "least_request_lb_config",
+        "round_robin_lb_config",
+        "common_lb_config",
+        "load_balancing_policy",
+        "health_checks",
+        "max_requests_per_connection",
+        "circuit_breakers",
+        "upstream_http_protocol_options",
+        "common_http_protocol_options",
+        "http_protocol_options",
+        "http2_protocol_options",
+        "typed_extension_protocol_options",
+        "dns_refresh_rate",
+        "dns_jitter",
+        "dns_failure_refresh_rate",
+        "respect_dns_ttl",
+        "use_tcp_for_dns_lookups",
+        "dns_resolution_config",
+        "typed_dns_resolver_config",
+        "dns_resolvers",
+        "wait_for_warm_on_init",
+        "outlier_detection",
+        "cleanup_interval",
+        "upstream_bind_config",
+        "alt_stat_name",
+        "metadata",
+        "protocol_selection",
+        "upstream_connection_options",
+        "close_connections_on_host_health_failure",
+        "ignore_health_on_host_removal",
+        "filters",
+        "lrs_server",
+        "lrs_report_endpoint_metrics",
+        "track_timeout_budgets",
+        "upstream_config",
+        "track_cluster_stats",
+        "preconnect_policy",
+        "connection_pool_per_downstream_connection",
+    ])?;
+    let yaml_path = m.path().to_owned();
+    let name = m.required_string("name")?;
+    let discovery = match m.field("type")? {
+        None => DiscoveryType::Static,
+        Some(n) => match n.enumeration(&DISCOVERY_TYPES)? {
+            0 => DiscoveryType::Static,
+            1 => DiscoveryType::StrictDns,
+            2 => DiscoveryType::LogicalDns,
+            _ => {
+                return Err(n.error(format!(
+                    "cluster type {} is not supported by hoist yet (STATIC, STRICT_DNS, LOGICAL_DNS are)",
+                    DISCOVERY_TYPES[n.enumeration(&DISCOVERY_TYPES)?]
+                )))
+            }
+        },
+    };
+    let connect_timeout = match m.opt_duration("connect_timeout")? {
+        Some(d) if d.is_zero() => return Err(m.error("connect_timeout must be greater than 0s")),
+        Some(d) => d,
+        None => DEFAULT_CONNECT_TIMEOUT,
+    };
+    // Only the first endpoint is used, so any balancing policy is the same; the others name
+    // behaviours hoist does not have.
+    if let Some(n) = m.field("lb_policy")? {
+        if n.enumeration(&["ROUND_ROBIN", "LEAST_REQUEST", "RING_HASH", "RANDOM"])? != 0 {
+            return Err(n.error("lb_policy other than ROUND_ROBIN is not supported by hoist yet"));
+        }
+    }
+    let dns_lookup_family = match m.enumeration("dns_lookup_family", &DNS_FAMILIES)? {
+        None | Some(0) => DnsLookupFamily::V6Preferred,
+        Some(1) => DnsLookupFamily::V4Only,
+        Some(2) => DnsLookupFamily::V6Only,
+        _ => DnsLookupFamily::V4Preferred,
+    };
+    let assignment = m.required("load_assignment")?;
+    let endpoints = load_assignment(&assignment, discovery)?;
+    let tls = match m.field("transport_socket")? {
+        Some(n) => transport_socket(&n)?,
+        None => None,
+    };
+    m.finish()?;
+    Ok(Cluster {
+        name,
+        discovery,
+        connect_timeout,
+        dns_lookup_family,
+        endpoints,
+        tls,
+        yaml_path,
+    })
+}
+
+/// `envoy.config.endpoint.v3.ClusterLoadAssignment`: the endpoints, in order.
+fn load_assignment(node: &Node, discovery: DiscoveryType) -> Result<Vec<Endpoint>> {
+    let mut m = node.message()?;
+    m.unsupported(&["named_endpoints", "policy"])?;
+    m.string("cluster_name")?;
+    let mut endpoints = Vec::new();
+    for locality in m.list("endpoints")? {
+        let mut l = locality.message()?;
+        l.unsupported(&[
+            "locality",
+            "metadata",
+            "load_balancing_weight",
+            "priority",
+            "proximity",
+            "leds_cluster_locality_config",
+        ])?;
+        for lb in l.list("lb_endpoints")? {
+            let mut e = lb.message()?;
+            e.unsupported(&[
+                "endpoint_name",
+                "health_status",
+                "metadata",
+                "load_balancing_weight",
+            ])?;
+            let mut endpoint = e.required("endpoint")?.message()?;
+            endpoint.unsupported(&["health_check_config", "hostname", "additional_addresses"])?;
+            endpoints.push(socket_address(&endpoint.required("address")?, discovery)?);
+            endpoint.finish()?;
+            e.finish()?;
+        }
+        l.finish()?;
+    }
+    if endpoints.is_empty() {
+        return Err(m.error("no endpoint: hoist connects to a cluster's first endpoint"));
+    }
+    m.finish()?;
+    Ok(endpoints)
+}
+
+/// An `Address` with a TCP `socket_address`; a host name is allowed for the DNS types.
+fn socket_address(node: &Node, discovery: DiscoveryType) -> Result<Endpoint> {
+    let mut m = node.message()?;
+    m.unsupported(&["pipe", "envoy_internal_address"])?;
+    let mut s = m.required("socket_address")?.message()?;
+    m.finish()?;
+    s.unsupported(&["named_port", "resolver_name", "network_namespace_filepath"])?;
+    if let Some(protocol) = s.field("protocol")? {
+        if protocol.enumeration(&["TCP", "UDP"])? != 0 {
+            return Err(protocol.error("protocol UDP is not supported by hoist"));
+        }
+    }
+    let addr_node = s.required("address")?;
+    let text = addr_node.string()?;
+    let bare = text
+        .strip_prefix('[')
+        .and_then(|t| t.strip_suffix(']'))
+        .unwrap_or(&text)
+        .to_owned();
+    let is_ip = bare.parse::<IpAddr>().is_ok();
+    if discovery == DiscoveryType::Static && !is_ip {
+        return Err(addr_node.error(format!(
+            "address \"{text}\" is not an IP address (a STATIC cluster needs IP addresses; use type STRICT_DNS for host names)"
+        )));
+    }
+    if !is_ip && !valid_host_name(&bare) {
+        return Err(addr_node.error(format!("\"{text}\" is not a valid host name")));
+    }
+    let port_node = s.required("port_value")?;
+    let port = port_node.u32_in(1..=65535)?;
+    s.bool("ipv4_compat", false)?;
+    s.finish()?;
+    Ok(Endpoint {
+        host: bare,
+        port: u16::try_from(port).map_err(|_| port_node.error("port out of range"))?,
+    })
+}
+
+fn valid_host_name(name: &str) -> bool {
+    !name.is_empty()
+        && name.len() <= 253
+        && name.split('.').all(|label| {
+            !label.is_empty()
+                && label.len() <= 63
+                && label
+                    .bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
+        })
+}
+
+fn transport_socket(node: &Node) -> Result<Option<UpstreamTlsContext>> {
+    let mut m = node.message()?;
+    let tls = match select(&mut m, "transport socket", &[UPSTREAM_TLS, RAW_BUFFER])? {
+        Slot::Known {
+            index: 0,
+            config: Some(typed),
+            ..
+        } => Some(upstream_tls_context(typed.body)?),
+        Slot::Known { config, .. } => {
+            if let Some(typed) = config {
+                typed.body.finish()?;
+            }
+            None
+        }
+        Slot::Unsupported(e) => return Err(e),
+    };
+    m.finish()?;
+    Ok(tls)
+}
+
+fn upstream_tls_context(mut m: Message) -> Result<UpstreamTlsContext> {
+    m.unsupported(&[
+        "allow_renegotiation",
+        "max_session_keys",
+        "enforce_rsa_key_usage",
+        "auto_host_sni",
+        "auto_sni_san_validation",
+    ])?;
+    let yaml_path = m.path().to_owned();
+    let sni = match m.field("sni")? {
+        Some(n) => {
+            let s = n.string()?;
+            if s.len() > 255 {
+                return Err(n.error("sni is at most 255 bytes"));
+            }
+            (!s.is_empty()).then_some(s)
+        }
+        None => None,
+    };
+    let (trusted_ca, subject_alt_names) = match m.field("common_tls_context")? {
+        Some(n) => {
+            let mut c = n.message()?;
+            c.unsupported(&[
+                "tls_params",
+                "tls_certificates",
+                "tls_certificate_sds_secret_configs",
+                "tls_certificate_provider_instance",
+                "custom_tls_certificate_selector",
+                "tls_certificate_certificate_provider",
+                "tls_certificate_certificate_provider_instance",
+                "validation_context_sds_secret_config",
+                "combined_validation_context",
+                "validation_context_certificate_provider",
+                "validation_context_certificate_provider_instance",
+                "alpn_protocols",
+                "custom_handshaker",
+                "key_log",
+            ])?;
+            let v = c
+                .field("validation_context")?
+                .map(|n| validation_context(&n))
+                .transpose()?;
+            c.finish()?;
+            match v {
+                Some(v) => (Some(v.trusted_ca), v.subject_alt_names),
+                None => (None, Vec::new()),
+            }
+        }
+        None => (None, Vec::new()),
+    };
+    m.finish()?;
+    Ok(UpstreamTlsContext {
+        sni,
+        trusted_ca,
+        subject_alt_names,
+        yaml_path,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn decode(v: serde_json::Value) -> std::result::Result<Vec<Cluster>, String> {
+        let root = json!({ "clusters": v });
+        let node = Node::new(&root["clusters"], "static_resources.clusters");
+        clusters(&node.list().map_err(|e| e.to_string())?).map_err(|e| e.to_string())
+    }
+
+    fn endpoint(host: &str, port: u16) -> serde_json::Value {
+        json!({"endpoints": [{"lb_endpoints": [{"endpoint": {"address": {
+            "socket_address": {"address": host, "port_value": port}}}}]}]})
+    }
+
+    #[test]
+    fn a_static_cluster_with_defaults() {
+        let c = decode(json!([{"name": "jwks", "load_assignment": endpoint("127.0.0.1", 8443)}]))
+            .unwrap();
+        assert_eq!(c[0].name, "jwks");
+        assert_eq!(c[0].discovery, DiscoveryType::Static);
+        assert_eq!(c[0].connect_timeout, DEFAULT_CONNECT_TIMEOUT);
+        assert_eq!(
+            c[0].endpoints,
+            vec![Endpoint {
+                host: "127.0.0.1".into(),
+                port: 8443
+            }]
+        );
+        assert!(c[0].tls.is_none());
+    }
+
+    #[test]
+    fn host_names_need_a_dns_type() {
+        let err =
+            decode(json!([{"name": "a", "load_assignment": endpoint("idp.example.com", 443)}]))
+                .unwrap_err();
+        assert!(err.contains("a STATIC cluster needs IP addresses"), "{err}");
+        let c = decode(
+            json!([{"name": "a", "type": "STRICT_DNS", "dns_lookup_family": "V4_ONLY",
+            "load_assignment": endpoint("idp.example.com", 443)}]),
+        )
+        .unwrap();
+        assert_eq!(c[0].discovery, DiscoveryType::StrictDns);
+        assert_eq!(c[0].dns_lookup_family, DnsLookupFamily::V4Only);
+    }
+
+    #[test]
+    fn upstream_tls_sni_and_unsupported_fields() {
+        let c = decode(json!([{"name": "a", "load_assignment": endpoint("127.0.0.1", 443),
+            "transport_socket": {"name": "envoy.transport_sockets.tls", "typed_config": {
+                "@type": "type.googleapis.com/envoy.extensions.transport_sockets.tls.v3.UpstreamTlsContext",
+                "sni": "idp.example.com"}}}]))
+        .unwrap();
+        let tls = c[0].tls.as_ref().unwrap();
+        assert_eq!(tls.sni.as_deref(), Some("idp.example.com"));
+        assert!(tls.trusted_ca.is_none());
+        let err = decode(
+            json!([{"name": "a", "load_assignment": endpoint("127.0.0.1", 443),
+            "http2_protocol_options": {}}]),
+        )
+        .unwrap_err();
+        assert_eq!(
+            err,
+            "static_resources.clusters[0]: field \"http2_protocol_options\" is not supported by hoist yet"
+        );
+    }
+
+    #[test]
+    fn duplicate_names_and_eds_are_refused() {
+        let one = json!({"name": "a", "load_assignment": endpoint("127.0.0.1", 1)});
+        let err = decode(json!([one.clone(), one])).unwrap_err();
+        assert!(
+            err.contains("already used by static_resources.clusters[0]"),
+            "{err}"
+        );
+        let err = decode(
+            json!([{"name": "a", "type": "EDS", "load_assignment": endpoint("127.0.0.1", 1)}]),
+        )
+        .unwrap_err();
+        assert!(err.contains("cluster type EDS is not supported"), "{err}");
+    }
+}

@@ -1,0 +1,68 @@
+//! `envoy.config.cluster.v3.Cluster`: the minimum filters need to reach a service of their own
+//! (jwt_authn's remote JWKS). hoist does not route requests to clusters yet: a route's `route`
+//! action is still refused; a cluster exists only for the filters that name it.
+
+use std::time::Duration;
+
+use super::core::DataSource;
+use super::tls::SanMatch;
+
+/// Envoy's default `connect_timeout`.
+pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// `type`: how the endpoints' addresses are found.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DiscoveryType {
+    /// Endpoint addresses are IP literals.
+    Static,
+    /// Endpoint addresses are host names, resolved when a connection is made.
+    StrictDns,
+    LogicalDns,
+}
+
+/// `dns_lookup_family`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum DnsLookupFamily {
+    /// AUTO (the default) and V6_PREFERRED: IPv6 first, then IPv4.
+    #[default]
+    V6Preferred,
+    V4Only,
+    V6Only,
+    /// V4_PREFERRED and ALL: IPv4 first, then IPv6.
+    V4Preferred,
+}
+
+/// One `load_assignment.endpoints[].lb_endpoints[].endpoint.address.socket_address`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Endpoint {
+    /// An IP literal (STATIC) or a host name (STRICT_DNS, LOGICAL_DNS).
+    pub host: String,
+    pub port: u16,
+}
+
+/// `envoy.extensions.transport_sockets.tls.v3.UpstreamTlsContext`: the subset hoist's upstream
+/// client honours.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct UpstreamTlsContext {
+    /// `sni`; None sends no server name.
+    pub sni: Option<String>,
+    /// `common_tls_context.validation_context.trusted_ca`. None: the server's certificate is not
+    /// verified (Envoy's behaviour without a validation context).
+    pub trusted_ca: Option<DataSource>,
+    /// `validation_context.match_typed_subject_alt_names` (exact); empty: any name.
+    pub subject_alt_names: Vec<SanMatch>,
+    pub yaml_path: String,
+}
+
+#[derive(Clone, Debug)]
+pub struct Cluster {
+    pub name: String,
+    pub discovery: DiscoveryType,
+    pub connect_timeout: Duration,
+    pub dns_lookup_family: DnsLookupFamily,
+    /// In configuration order; hoist connects to the first.
+    pub endpoints: Vec<Endpoint>,
+    /// `transport_socket` with an UpstreamTlsContext; None is plain TCP.
+    pub tls: Option<UpstreamTlsContext>,
+    pub yaml_path: String,
+}
