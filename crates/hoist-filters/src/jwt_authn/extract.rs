@@ -114,22 +114,21 @@ impl Extractor {
         for loc in &self.headers {
             let mut values = head.headers.get_all(&loc.name).iter();
             let Some(first) = values.next() else { continue };
-            // Several values are joined with ",", as Envoy's getAllOfHeaderAsString does; one
-            // value is only borrowed (the usual case: one allocation, the token's).
-            let mut value = String::from_utf8_lossy(first.as_bytes());
-            for v in values {
-                let joined = value.to_mut();
-                joined.push(',');
-                joined.push_str(&String::from_utf8_lossy(v.as_bytes()));
-            }
-            let text = if loc.prefix.is_empty() {
-                value.into_owned()
-            } else {
-                let Some(pos) = value.find(&loc.prefix) else {
-                    continue;
-                };
-                token_after(&value, pos + loc.prefix.len()).to_owned()
+            let text = match values.next() {
+                // The usual case: one value, scanned as bytes (a token is ASCII), one
+                // allocation: the token's.
+                None => token_in(first.as_bytes(), &loc.prefix),
+                // Several values are joined with ",", as Envoy's getAllOfHeaderAsString does.
+                Some(second) => {
+                    let mut joined = first.as_bytes().to_vec();
+                    for v in std::iter::once(second).chain(values) {
+                        joined.push(b',');
+                        joined.extend_from_slice(v.as_bytes());
+                    }
+                    token_in(&joined, &loc.prefix)
+                }
             };
+            let Some(text) = text else { continue };
             tokens.push(Token {
                 text,
                 issuers: &loc.issuers,
@@ -165,20 +164,36 @@ impl Extractor {
     }
 }
 
-fn is_token_char(c: char) -> bool {
-    c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.')
+fn is_token_byte(b: u8) -> bool {
+    b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.')
 }
 
-/// Envoy's extractJWT: from `after`, skip to the first base64url-or-dot character and take the
-/// run of them; when there is none, the whole value (which then fails to parse).
-fn token_after(value: &str, after: usize) -> &str {
-    let rest = value.get(after..).unwrap_or("");
-    let Some(start) = rest.find(is_token_char) else {
-        return value;
+/// The token in a header value: after `prefix` (None when the value lacks it), Envoy's
+/// extractJWT: skip to the first base64url-or-dot character and take the run of them; when
+/// there is none, the whole value (which then fails to parse).
+fn token_in(value: &[u8], prefix: &str) -> Option<String> {
+    // Without a prefix the whole value is the token, as in Envoy.
+    if prefix.is_empty() {
+        return Some(String::from_utf8_lossy(value).into_owned());
+    }
+    let p = prefix.as_bytes();
+    // Almost always at the start ("Bearer ..."): check there before searching.
+    let at = if value.starts_with(p) {
+        Some(0)
+    } else {
+        value.windows(p.len()).position(|w| w == p)
     };
-    let run = &rest[start..];
-    let end = run.find(|c| !is_token_char(c)).unwrap_or(run.len());
-    &run[..end]
+    let after = at? + p.len();
+    let rest = value.get(after..).unwrap_or(&[]);
+    let token = match rest.iter().position(|&b| is_token_byte(b)) {
+        Some(start) => {
+            let run = &rest[start..];
+            let end = run.iter().position(|&b| !is_token_byte(b));
+            &run[..end.unwrap_or(run.len())]
+        }
+        None => value,
+    };
+    Some(String::from_utf8_lossy(token).into_owned())
 }
 
 /// The first value of `name` in a query string, percent-decoded (as Envoy's
@@ -248,10 +263,15 @@ mod tests {
 
     #[test]
     fn token_after_the_prefix() {
-        assert_eq!(token_after("Bearer a.b.c", 7), "a.b.c");
-        assert_eq!(token_after("Bearer  a.b.c, x", 7), "a.b.c");
-        assert_eq!(token_after("Bearer ", 7), "Bearer ");
-        assert_eq!(token_after("Bearer   ", 7), "Bearer   ");
+        let t = |v: &str, p: &str| token_in(v.as_bytes(), p);
+        assert_eq!(t("Bearer a.b.c", "Bearer ").as_deref(), Some("a.b.c"));
+        assert_eq!(t("Bearer  a.b.c, x", "Bearer ").as_deref(), Some("a.b.c"));
+        assert_eq!(t("Bearer ", "Bearer ").as_deref(), Some("Bearer "));
+        assert_eq!(t("Bearer   ", "Bearer ").as_deref(), Some("Bearer   "));
+        // The prefix may sit after other text, as Envoy's find() allows.
+        assert_eq!(t("x, Bearer a.b", "Bearer ").as_deref(), Some("a.b"));
+        assert_eq!(t("Basic abc", "Bearer ").as_deref(), None);
+        assert_eq!(t("a.b.c, x", "").as_deref(), Some("a.b.c, x"));
     }
 
     #[test]
