@@ -28,6 +28,8 @@ fn filters(name: &str, wd: &WorkDir, crs: Option<&Path>) -> Result<String, Strin
                   audiences: [bench]
                   local_jwks: {{filename: {}}}
                   forward: true
+                  # Verified tokens are cached (the experiment's clients reuse one token).
+                  jwt_cache_config: {{jwt_cache_size: 1000}}
               rules:
               - match: {{prefix: /}}
                 requires: {{provider_name: bench}}

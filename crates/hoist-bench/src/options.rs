@@ -75,6 +75,11 @@ pub struct BenchOptions {
     #[arg(long, value_delimiter = ',')]
     pub workers: Vec<usize>,
 
+    /// Run every cell at this request rate instead of as fast as possible: compares server CPU
+    /// per request (filter costs) without the load generator's limits getting in the way.
+    #[arg(long)]
+    pub rate: Option<f64>,
+
     /// Connections of the load generator.
     #[arg(long, default_value_t = 8)]
     pub connections: usize,

@@ -79,7 +79,7 @@ pub fn run(o: &BenchOptions) -> Result<(), String> {
                                 },
                                 cipher: cipher.clone(),
                                 size: size.clone(),
-                                rate: None,
+                                rate: o.rate,
                             });
                         }
                     }
@@ -95,7 +95,7 @@ pub fn run(o: &BenchOptions) -> Result<(), String> {
                 },
                 cipher: "as configured".into(),
                 size: size.clone(),
-                rate: None,
+                rate: o.rate,
             });
         }
     }

@@ -17,6 +17,8 @@ use crate::run::Plan;
 /// The cell's result if it was measured: (subject, cipher, size, rate) identify it.
 pub struct View<'a> {
     results: &'a [CellResult],
+    /// The main run's rate: None (as fast as possible) unless --rate fixed it.
+    main_rate: Option<f64>,
 }
 
 impl<'a> View<'a> {
@@ -24,7 +26,7 @@ impl<'a> View<'a> {
         self.results.iter().find(|r| f(r))
     }
 
-    /// A max-rate hoist cell.
+    /// A hoist cell of the main run (as fast as possible, or at --rate).
     pub fn hoist(
         &self,
         mode: Mode,
@@ -34,17 +36,17 @@ impl<'a> View<'a> {
         size: &str,
     ) -> Option<&'a CellResult> {
         self.find(|r| {
-            r.cell.rate.is_none()
+            r.cell.rate == self.main_rate
                 && r.cell.cipher == cipher
                 && r.cell.size == size
                 && matches!(&r.cell.subject, Subject::Hoist { mode: m, l7: l, workers: w } if *m == mode && l == l7 && *w == workers)
         })
     }
 
-    /// A max-rate --target cell.
+    /// A --target cell of the main run.
     pub fn target(&self, size: &str) -> Option<&'a CellResult> {
         self.find(|r| {
-            r.cell.rate.is_none()
+            r.cell.rate == self.main_rate
                 && r.cell.size == size
                 && matches!(r.cell.subject, Subject::Target { .. })
         })
@@ -64,13 +66,17 @@ pub fn write(out: &Path, plan: &Plan, results: &[CellResult], o: &BenchOptions) 
         "load_cpus": plan.load_cpus,
         "seconds_per_cell": plan.seconds,
         "connections": o.connections,
+        "rate": o.rate,
         "cells": results.iter().map(CellResult::to_json).collect::<Vec<_>>(),
     });
     fs::write(
         out.join("results.json"),
         serde_json::to_vec_pretty(&json).map_err(io::Error::other)?,
     )?;
-    let view = View { results };
+    let view = View {
+        results,
+        main_rate: o.rate,
+    };
     let (throughput, cpu_per_gb) = svg::charts(plan, &view, o);
     fs::write(out.join("throughput.svg"), throughput)?;
     fs::write(out.join("cpu_per_gb.svg"), cpu_per_gb)?;
@@ -85,6 +91,11 @@ pub fn write(out: &Path, plan: &Plan, results: &[CellResult], o: &BenchOptions) 
         "- Server CPUs {:?}, load generator CPUs {:?}; {} connections; {} s per cell; TLS 1.2, RSA-4096 certificate\n",
         plan.server_cpus, plan.load_cpus, o.connections, plan.seconds
     ));
+    if let Some(rate) = o.rate {
+        md.push_str(&format!(
+            "- Every cell at a fixed {rate} requests/s (--rate): compare server CPU, not throughput\n"
+        ));
+    }
     md.push_str("- Gbps = requests/s x mean response size x 8 / 1e9 (application bytes). Server CPU = user+system time of the server process (/proc/<pid>/stat).\n\n");
     md.push_str("![throughput](throughput.svg) ![cpu per GB](cpu_per_gb.svg)\n\n");
     md.push_str(&tables::all(plan, &view, o));
