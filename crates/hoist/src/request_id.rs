@@ -26,28 +26,37 @@ fn next_u64() -> u64 {
     })
 }
 
-pub fn uuid4() -> String {
+/// A UUIDv4 in its 36-character text form, as bytes. Written by hand: `format!` with five hex
+/// fields cost about 1 µs a request in profiles, as much as a rate-limit filter.
+pub fn uuid4() -> [u8; 36] {
     let hi = next_u64();
     let lo = next_u64();
     // Version 4 in the time_hi field, RFC 4122 variant in clock_seq.
     let hi = (hi & 0xFFFF_FFFF_FFFF_0FFF) | 0x0000_0000_0000_4000;
     let lo = (lo & 0x3FFF_FFFF_FFFF_FFFF) | 0x8000_0000_0000_0000;
-    format!(
-        "{:08x}-{:04x}-{:04x}-{:04x}-{:012x}",
-        hi >> 32,
-        (hi >> 16) & 0xFFFF,
-        hi & 0xFFFF,
-        lo >> 48,
-        lo & 0xFFFF_FFFF_FFFF
-    )
+    const HEX: &[u8; 16] = b"0123456789abcdef";
+    let mut out = [b'-'; 36];
+    // 32 nibbles, most significant first, skipping the dashes at 8, 13, 18 and 23.
+    let mut at = 0;
+    for i in 0..32 {
+        if matches!(at, 8 | 13 | 18 | 23) {
+            at += 1;
+        }
+        let word = if i < 16 { hi } else { lo };
+        let shift = 60 - 4 * (i % 16);
+        out[at] = HEX[((word >> shift) & 0xF) as usize];
+        at += 1;
+    }
+    out
 }
 
 #[cfg(test)]
 mod tests {
+    #![allow(clippy::unwrap_used)]
     #[test]
     fn uuid_shape_and_uniqueness() {
-        let a = super::uuid4();
-        let b = super::uuid4();
+        let a = String::from_utf8(super::uuid4().to_vec()).unwrap();
+        let b = String::from_utf8(super::uuid4().to_vec()).unwrap();
         assert_ne!(a, b);
         assert_eq!(a.len(), 36);
         let parts: Vec<&str> = a.split('-').collect();

@@ -195,7 +195,7 @@ impl HcmWorker {
     /// Envoy's request preparation that matters without upstreams: `x-request-id`.
     pub fn prepare_request(&self, head: &mut RequestHead, _conn: &ConnInfo) {
         if self.rt.generate_request_id && !head.headers.contains_key("x-request-id") {
-            if let Ok(v) = HeaderValue::from_str(&crate::request_id::uuid4()) {
+            if let Ok(v) = HeaderValue::from_bytes(&crate::request_id::uuid4()) {
                 head.headers.insert("x-request-id", v);
             }
         }

@@ -96,6 +96,7 @@ pub fn write(out: &Path, plan: &Plan, results: &[CellResult], o: &BenchOptions) 
             "- Every cell at a fixed {rate} requests/s (--rate): compare server CPU, not throughput\n"
         ));
     }
+    md.push_str("- Every request, to every configuration and to --target, carries the same `Authorization: Bearer` JWT (what the jwt configurations check)\n");
     md.push_str("- Gbps = requests/s x mean response size x 8 / 1e9 (application bytes). Server CPU = user+system time of the server process (/proc/<pid>/stat).\n\n");
     md.push_str("![throughput](throughput.svg) ![cpu per GB](cpu_per_gb.svg)\n\n");
     md.push_str(&tables::all(plan, &view, o));

@@ -25,7 +25,10 @@ pub struct CacheConfig {
 pub struct JwtCache {
     /// None: the provider has no jwt_cache_config (every lookup misses).
     config: Option<CacheConfig>,
-    entries: HashMap<Box<str>, Entry>,
+    /// foldhash, not SipHash: every request hashes its whole token (hundreds of bytes), and
+    /// flooding needs no keyed hash here because only tokens whose signature verified are
+    /// inserted, at most `jwt_cache_size` of them.
+    entries: HashMap<Box<str>, Entry, foldhash::fast::RandomState>,
     clock: u64,
 }
 
@@ -38,7 +41,7 @@ impl JwtCache {
     pub fn new(config: Option<CacheConfig>) -> JwtCache {
         JwtCache {
             config,
-            entries: HashMap::new(),
+            entries: HashMap::default(),
             clock: 0,
         }
     }
