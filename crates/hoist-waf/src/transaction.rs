@@ -1,0 +1,582 @@
+//! One HTTP exchange through the rule set: feed the request line, headers and body, run the
+//! phases, read the interruption and the matched-rule log.
+
+use crate::actions::{BodyProcessor, Ctl, Disruptive, EngineMode, Effect, IdRanges, SetVarOp};
+use crate::body::{self, Pairs, Xml};
+use crate::macros::{Macro, Part};
+use crate::operators::{atoi, Expand};
+use crate::rules::{Entry, Rule, RuleSet};
+use crate::variables::Exclusion;
+use std::borrow::Cow;
+use std::collections::HashMap;
+use std::sync::Arc;
+
+/// What the engine decided to do with the request.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Interruption {
+    pub status: u16,
+    pub rule_id: i64,
+    /// `deny`, `drop` or `redirect`.
+    pub action: &'static str,
+    pub redirect: Option<String>,
+}
+
+/// A rule (or chain) that matched, with its log line in ModSecurity's error-log form.
+#[derive(Debug, Clone)]
+pub struct MatchedRule {
+    pub id: i64,
+    pub phase: u8,
+    /// false for `nolog` rules: they matched but are not written to the log.
+    pub logged: bool,
+    pub message: String,
+    pub data: String,
+    pub severity: Option<u8>,
+    pub tags: Vec<String>,
+    pub log_line: String,
+}
+
+enum RemovedTarget {
+    Ids(IdRanges, Exclusion),
+    Tag(String, Exclusion),
+}
+
+pub struct Transaction {
+    pub(crate) rules: Arc<RuleSet>,
+    engine: EngineMode,
+    pub(crate) remote_addr: String,
+    pub(crate) unique_id: String,
+    pub(crate) method: String,
+    pub(crate) uri: String,
+    pub(crate) uri_raw: String,
+    pub(crate) filename: String,
+    pub(crate) query: String,
+    pub(crate) protocol: String,
+    pub(crate) args_get: Pairs,
+    pub(crate) args_post: Pairs,
+    pub(crate) cookies: Pairs,
+    pub(crate) request_headers: Pairs,
+    pub(crate) request_body: Vec<u8>,
+    pub(crate) request_body_visible: bool,
+    request_body_truncated: bool,
+    pub(crate) body_processor: Option<BodyProcessor>,
+    force_body_variable: bool,
+    request_body_access: bool,
+    pub(crate) reqbody_error: Option<String>,
+    pub(crate) files: Pairs,
+    pub(crate) file_sizes: Vec<usize>,
+    pub(crate) multipart_part_headers: Pairs,
+    pub(crate) multipart_strict_error: bool,
+    pub(crate) multipart_unmatched_boundary: bool,
+    pub(crate) xml: Xml,
+    pub(crate) tx: HashMap<String, Vec<u8>>,
+    pub(crate) response_status: u16,
+    pub(crate) response_protocol: String,
+    pub(crate) response_headers: Pairs,
+    pub(crate) response_body: Vec<u8>,
+    pub(crate) matched_var: Option<(String, Vec<u8>)>,
+    pub(crate) matched_vars: Pairs,
+    pub(crate) current_rule_id: i64,
+    pub(crate) empty: Pairs,
+    removed_ids: IdRanges,
+    removed_tags: Vec<String>,
+    removed_targets: Vec<RemovedTarget>,
+    interruption: Option<Interruption>,
+    /// `allow` stops rule processing for the remaining request/response phases.
+    allowed: bool,
+    matched: Vec<MatchedRule>,
+    phases_done: u8,
+}
+
+impl Expand for Transaction {
+    fn expand<'m>(&self, m: &'m Macro) -> Cow<'m, str> {
+        if let Some(lit) = m.as_literal() {
+            return Cow::Borrowed(lit);
+        }
+        let mut out = String::new();
+        for part in &m.parts {
+            match part {
+                Part::Literal(s) => out.push_str(s),
+                Part::Var(var, key) => {
+                    out.push_str(&String::from_utf8_lossy(&self.macro_value(*var, key.as_deref())))
+                }
+            }
+        }
+        Cow::Owned(out)
+    }
+}
+
+impl Transaction {
+    pub fn new(rules: Arc<RuleSet>, remote_addr: &str, unique_id: &str) -> Transaction {
+        Transaction {
+            engine: rules.engine,
+            request_body_access: rules.request_body_access,
+            rules,
+            remote_addr: remote_addr.to_string(),
+            unique_id: unique_id.to_string(),
+            method: String::new(),
+            uri: String::new(),
+            uri_raw: String::new(),
+            filename: String::new(),
+            query: String::new(),
+            protocol: String::new(),
+            args_get: Vec::new(),
+            args_post: Vec::new(),
+            cookies: Vec::new(),
+            request_headers: Vec::new(),
+            request_body: Vec::new(),
+            request_body_visible: false,
+            request_body_truncated: false,
+            body_processor: None,
+            force_body_variable: false,
+            reqbody_error: None,
+            files: Vec::new(),
+            file_sizes: Vec::new(),
+            multipart_part_headers: Vec::new(),
+            multipart_strict_error: false,
+            multipart_unmatched_boundary: false,
+            xml: Xml::default(),
+            tx: HashMap::new(),
+            response_status: 0,
+            response_protocol: String::new(),
+            response_headers: Vec::new(),
+            response_body: Vec::new(),
+            matched_var: None,
+            matched_vars: Vec::new(),
+            current_rule_id: 0,
+            empty: Vec::new(),
+            removed_ids: Vec::new(),
+            removed_tags: Vec::new(),
+            removed_targets: Vec::new(),
+            interruption: None,
+            allowed: false,
+            matched: Vec::new(),
+            phases_done: 0,
+        }
+    }
+
+    /// The request line as received: `uri` is the request target (origin or absolute form).
+    pub fn process_request_line(&mut self, method: &str, uri: &str, protocol: &str) {
+        self.method = method.to_string();
+        self.protocol = protocol.to_string();
+        self.uri_raw = uri.to_string();
+        // REQUEST_URI never carries scheme and authority, even for absolute-form targets.
+        let mut rel = uri;
+        if let Some(after) = uri.split_once("://").map(|(_, a)| a) {
+            if !uri.starts_with('/') {
+                rel = after.find('/').map_or("/", |i| &after[i..]);
+            }
+        }
+        let rel = rel.split('#').next().unwrap_or("");
+        self.uri = rel.to_string();
+        let (path, query) = rel.split_once('?').unwrap_or((rel, ""));
+        self.filename = path.to_string();
+        self.query = query.to_string();
+        body::parse_urlencoded(query.as_bytes(), &mut self.args_get);
+    }
+
+    pub fn add_request_header(&mut self, name: &str, value: &[u8]) {
+        if name.eq_ignore_ascii_case("cookie") {
+            body::parse_cookies(value, &mut self.cookies);
+        }
+        self.request_headers.push((name.to_string(), value.to_vec()));
+    }
+
+    fn request_header(&self, name: &str) -> Option<&[u8]> {
+        self.request_headers.iter().find(|(k, _)| k.eq_ignore_ascii_case(name)).map(|(_, v)| v.as_slice())
+    }
+
+    /// Phase 1.
+    pub fn process_request_headers(&mut self) -> Option<&Interruption> {
+        self.run_phase(1);
+        self.interruption.as_ref()
+    }
+
+    /// Buffers body bytes up to SecRequestBodyLimit; returns false once the limit is passed
+    /// (with `SecRequestBodyLimitAction Reject` the transaction is then interrupted with 413).
+    pub fn append_request_body(&mut self, chunk: &[u8]) -> bool {
+        let room = self.rules.request_body_limit.saturating_sub(self.request_body.len());
+        if chunk.len() > room {
+            self.request_body.extend_from_slice(&chunk[..room]);
+            self.request_body_truncated = true;
+            if self.rules.request_body_limit_reject && self.engine == EngineMode::On {
+                self.interruption.get_or_insert(Interruption {
+                    status: 413,
+                    rule_id: 0,
+                    action: "deny",
+                    redirect: None,
+                });
+            }
+            return false;
+        }
+        self.request_body.extend_from_slice(chunk);
+        true
+    }
+
+    /// Runs the body processor, then phase 2.
+    pub fn process_request_body(&mut self) -> Option<&Interruption> {
+        if self.phases_done < 1 {
+            self.run_phase(1);
+        }
+        if self.request_body_access {
+            self.parse_request_body();
+        }
+        self.run_phase(2);
+        self.interruption.as_ref()
+    }
+
+    fn parse_request_body(&mut self) {
+        let content_type = self
+            .request_header("content-type")
+            .map(|v| String::from_utf8_lossy(v).into_owned())
+            .unwrap_or_default();
+        if self.body_processor.is_none() {
+            let lower = content_type.to_ascii_lowercase();
+            if lower.starts_with("application/x-www-form-urlencoded") {
+                self.body_processor = Some(BodyProcessor::UrlEncoded);
+            } else if lower.starts_with("multipart/form-data") {
+                self.body_processor = Some(BodyProcessor::Multipart);
+            }
+        }
+        let body = std::mem::take(&mut self.request_body);
+        match self.body_processor {
+            Some(BodyProcessor::UrlEncoded) => {
+                body::parse_urlencoded(&body, &mut self.args_post);
+                self.request_body_visible = true;
+            }
+            Some(BodyProcessor::Multipart) => match body::boundary_of(&content_type) {
+                None => self.reqbody_error = Some("multipart: no boundary in Content-Type".into()),
+                Some(boundary) => {
+                    let m = body::parse_multipart(&body, &boundary);
+                    self.args_post.extend(m.args);
+                    self.files.extend(m.files);
+                    self.file_sizes.extend(m.file_sizes);
+                    self.multipart_part_headers.extend(m.part_headers);
+                    self.multipart_strict_error = m.strict_error;
+                    self.multipart_unmatched_boundary = m.unmatched_boundary;
+                    if let Some(e) = m.error {
+                        self.reqbody_error = Some(e);
+                    }
+                }
+            },
+            Some(BodyProcessor::Json) => {
+                if !body.is_empty() {
+                    if let Err(e) = body::parse_json(&body, &mut self.args_post) {
+                        self.reqbody_error = Some(e);
+                    }
+                }
+            }
+            Some(BodyProcessor::Xml) => match body::parse_xml(&body) {
+                Ok(x) => self.xml = x,
+                Err(e) => self.reqbody_error = Some(e),
+            },
+            None => {}
+        }
+        if self.force_body_variable {
+            self.request_body_visible = true;
+        }
+        self.request_body = body;
+    }
+
+    pub fn set_response_status(&mut self, status: u16, protocol: &str) {
+        self.response_status = status;
+        self.response_protocol = protocol.to_string();
+    }
+
+    pub fn add_response_header(&mut self, name: &str, value: &[u8]) {
+        self.response_headers.push((name.to_string(), value.to_vec()));
+    }
+
+    /// Phase 3.
+    pub fn process_response_headers(&mut self) -> Option<&Interruption> {
+        self.run_phase(3);
+        self.interruption.as_ref()
+    }
+
+    /// Whether the response body should be buffered for phase 4 (SecResponseBodyAccess and
+    /// a Content-Type in SecResponseBodyMimeType).
+    pub fn wants_response_body(&self) -> bool {
+        if !self.rules.response_body_access {
+            return false;
+        }
+        let ct = self
+            .response_headers
+            .iter()
+            .find(|(k, _)| k.eq_ignore_ascii_case("content-type"))
+            .map(|(_, v)| String::from_utf8_lossy(v).to_ascii_lowercase())
+            .unwrap_or_default();
+        let mime = ct.split(';').next().unwrap_or("").trim().to_string();
+        self.rules.response_mime_types.iter().any(|m| m.eq_ignore_ascii_case(&mime))
+    }
+
+    pub fn append_response_body(&mut self, chunk: &[u8]) {
+        let room = self.rules.response_body_limit.saturating_sub(self.response_body.len());
+        self.response_body.extend_from_slice(&chunk[..chunk.len().min(room)]);
+    }
+
+    /// Phase 4.
+    pub fn process_response_body(&mut self) -> Option<&Interruption> {
+        self.run_phase(4);
+        self.interruption.as_ref()
+    }
+
+    /// Phase 5.
+    pub fn process_logging(&mut self) {
+        self.run_phase(5);
+    }
+
+    pub fn interruption(&self) -> Option<&Interruption> {
+        self.interruption.as_ref()
+    }
+
+    pub fn matched_rules(&self) -> &[MatchedRule] {
+        &self.matched
+    }
+
+    /// A TX variable, for tests and the proxy's logs (`tx.blocking_inbound_anomaly_score`).
+    pub fn tx_var(&self, name: &str) -> Option<&[u8]> {
+        self.tx.get(&name.to_ascii_lowercase()).map(Vec::as_slice)
+    }
+
+    pub fn set_tx_var(&mut self, name: &str, value: &[u8]) {
+        self.tx.insert(name.to_ascii_lowercase(), value.to_vec());
+    }
+
+    pub fn engine(&self) -> EngineMode {
+        self.engine
+    }
+
+    fn run_phase(&mut self, phase: u8) {
+        self.phases_done = self.phases_done.max(phase);
+        if self.engine == EngineMode::Off {
+            return;
+        }
+        if phase < 5 && (self.allowed || self.interruption.is_some()) {
+            return;
+        }
+        let rules = Arc::clone(&self.rules);
+        let list = &rules.phases[usize::from(phase - 1)];
+        let mut skip_after: Option<&str> = None;
+        let mut skip = 0u32;
+        for entry in list {
+            let rule = match entry {
+                Entry::Marker(name) => {
+                    if skip_after == Some(name.as_str()) {
+                        skip_after = None;
+                    }
+                    continue;
+                }
+                Entry::Rule(r) => r,
+            };
+            if skip_after.is_some() {
+                continue;
+            }
+            if skip > 0 {
+                skip -= 1;
+                continue;
+            }
+            if self.is_removed(rule) {
+                continue;
+            }
+            self.current_rule_id = rule.id;
+            if !self.evaluate_chain(rule) {
+                continue;
+            }
+            self.on_match(rule, phase);
+            if self.interruption.is_some() || self.allowed {
+                break;
+            }
+            if let Some(marker) = &rule.actions.skip_after {
+                skip_after = Some(marker);
+            }
+            skip = rule.actions.skip;
+        }
+    }
+
+    fn is_removed(&self, rule: &Rule) -> bool {
+        crate::actions::in_ranges(&self.removed_ids, rule.id)
+            || rule.actions.tags.iter().any(|t| self.removed_tags.contains(t))
+    }
+
+    /// Evaluates a rule and its chain; actions run only when every link matched.
+    fn evaluate_chain(&mut self, head: &Rule) -> bool {
+        let mut link = Some(head);
+        while let Some(rule) = link {
+            if !self.evaluate(rule, head) {
+                return false;
+            }
+            link = rule.chained.as_deref();
+        }
+        true
+    }
+
+    fn evaluate(&mut self, rule: &Rule, head: &Rule) -> bool {
+        if rule.unconditional {
+            return true;
+        }
+        let mut exclusions: Vec<&Exclusion> = rule.targets.exclusions.iter().collect();
+        for removed in &self.removed_targets {
+            match removed {
+                RemovedTarget::Ids(ids, e) if crate::actions::in_ranges(ids, head.id) => exclusions.push(e),
+                RemovedTarget::Tag(tag, e) if head.actions.tags.contains(tag) => exclusions.push(e),
+                _ => {}
+            }
+        }
+        let mut items = Vec::new();
+        for target in &rule.targets.targets {
+            self.collect(target, &exclusions, &mut items);
+        }
+        let want_captures = rule.actions.capture;
+        let mut captures: Vec<Vec<u8>> = Vec::new();
+        let mut matched: Vec<(String, Vec<u8>)> = Vec::new();
+        let mut got_captures: Option<Vec<Vec<u8>>> = None;
+        for item in &items {
+            let mut value: Cow<'_, [u8]> = Cow::Borrowed(&item.value);
+            let mut hit = false;
+            if rule.actions.multi_match {
+                hit = self.check(rule, &value, want_captures.then_some(&mut captures));
+            }
+            for t in &rule.transforms {
+                value = Cow::Owned(t.apply(&value));
+                if rule.actions.multi_match && !hit {
+                    hit = self.check(rule, &value, want_captures.then_some(&mut captures));
+                }
+            }
+            if !rule.actions.multi_match {
+                hit = self.check(rule, &value, want_captures.then_some(&mut captures));
+            }
+            if hit {
+                if want_captures && got_captures.is_none() && !captures.is_empty() {
+                    got_captures = Some(captures.clone());
+                }
+                matched.push((item.name(), value.into_owned()));
+            }
+        }
+        drop(items);
+        if matched.is_empty() {
+            return false;
+        }
+        if let Some(caps) = got_captures {
+            for (i, c) in caps.into_iter().enumerate() {
+                self.tx.insert(i.to_string(), c);
+            }
+        }
+        self.matched_var = matched.last().cloned();
+        self.matched_vars = matched;
+        true
+    }
+
+    fn check(&self, rule: &Rule, value: &[u8], captures: Option<&mut Vec<Vec<u8>>>) -> bool {
+        rule.operator.evaluate(value, self, captures) != rule.negated
+    }
+
+    fn on_match(&mut self, head: &Rule, phase: u8) {
+        let mut link = Some(head);
+        while let Some(rule) = link {
+            for effect in &rule.actions.effects {
+                self.apply_effect(effect);
+            }
+            link = rule.chained.as_deref();
+        }
+        let message = head.actions.msg.as_ref().map(|m| self.expand(m).into_owned()).unwrap_or_default();
+        let data = head.actions.logdata.as_ref().map(|m| self.expand(m).into_owned()).unwrap_or_default();
+        let disruptive = match &head.disruptive {
+            Disruptive::Block => self.rules.default_disruptive[usize::from(phase - 1)].clone(),
+            d => d.clone(),
+        };
+        let mut interruption = None;
+        match &disruptive {
+            Disruptive::Deny | Disruptive::Drop | Disruptive::Redirect(_) => {
+                let (action, status, redirect) = match &disruptive {
+                    Disruptive::Drop => ("drop", head.actions.status.unwrap_or(403), None),
+                    Disruptive::Redirect(m) => {
+                        ("redirect", head.actions.status.unwrap_or(302), Some(self.expand(m).into_owned()))
+                    }
+                    _ => ("deny", head.actions.status.unwrap_or(403), None),
+                };
+                interruption = Some(Interruption { status, rule_id: head.id, action, redirect });
+            }
+            Disruptive::Allow => {
+                if self.engine == EngineMode::On {
+                    self.allowed = true;
+                }
+            }
+            Disruptive::Pass | Disruptive::Block => {}
+        }
+        let enforce = self.engine == EngineMode::On;
+        let log_line = crate::log::format(self, head, phase, &message, &data, interruption.as_ref().filter(|_| enforce));
+        self.matched.push(MatchedRule {
+            id: head.id,
+            phase,
+            logged: head.log,
+            message,
+            data,
+            severity: head.actions.severity,
+            tags: head.actions.tags.clone(),
+            log_line,
+        });
+        if enforce {
+            if let Some(i) = interruption {
+                self.interruption = Some(i);
+            }
+        }
+    }
+
+    fn apply_effect(&mut self, effect: &Effect) {
+        match effect {
+            Effect::SetVar(sv) => {
+                let name = self.expand(&sv.name).to_ascii_lowercase();
+                match &sv.op {
+                    SetVarOp::Delete => {
+                        self.tx.remove(&name);
+                    }
+                    SetVarOp::Set(m) => {
+                        let v = self.expand(m).into_owned().into_bytes();
+                        self.tx.insert(name, v);
+                    }
+                    SetVarOp::Add(m) | SetVarOp::Sub(m) => {
+                        let delta = atoi(self.expand(m).as_bytes());
+                        let current = self.tx.get(&name).map_or(0, |v| atoi(v));
+                        let next = if matches!(sv.op, SetVarOp::Add(_)) {
+                            current.saturating_add(delta)
+                        } else {
+                            current.saturating_sub(delta)
+                        };
+                        self.tx.insert(name, next.to_string().into_bytes());
+                    }
+                }
+            }
+            Effect::Ctl(ctl) => match ctl {
+                Ctl::RuleEngine(mode) => self.engine = *mode,
+                Ctl::RuleRemoveById(ids) => self.removed_ids.extend(ids.iter().copied()),
+                Ctl::RuleRemoveByTag(tag) => self.removed_tags.push(tag.clone()),
+                Ctl::RuleRemoveTargetById(ids, excl) => {
+                    for e in excl {
+                        self.removed_targets.push(RemovedTarget::Ids(ids.clone(), e.clone()));
+                    }
+                }
+                Ctl::RuleRemoveTargetByTag(tag, excl) => {
+                    for e in excl {
+                        self.removed_targets.push(RemovedTarget::Tag(tag.clone(), e.clone()));
+                    }
+                }
+                Ctl::RequestBodyProcessor(p) => self.body_processor = Some(*p),
+                Ctl::ForceRequestBodyVariable(on) => self.force_body_variable = *on,
+                Ctl::RequestBodyAccess(on) => self.request_body_access = *on,
+                Ctl::AuditLog => {}
+            },
+        }
+    }
+
+    pub(crate) fn client(&self) -> &str {
+        &self.remote_addr
+    }
+
+    pub(crate) fn request_uri(&self) -> &str {
+        &self.uri
+    }
+
+    /// Whether the body was cut at SecRequestBodyLimit.
+    pub fn request_body_truncated(&self) -> bool {
+        self.request_body_truncated
+    }
+}
