@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 /// The run fails when fewer tests than this pass: raise it as the engine improves.
-const RATCHET_PASSED: usize = 0;
+const RATCHET_PASSED: usize = 3009;
 
 const SETUP_900005: &str = "SecAction \"id:900005,phase:1,nolog,pass,ctl:ruleEngine=DetectionOnly,\
 ctl:ruleRemoveById=910000,setvar:tx.blocking_paranoia_level=4,setvar:tx.crs_validate_utf8_encoding=1,\
@@ -59,7 +59,7 @@ fn build_request(input: &Value) -> Result<Request, String> {
     if let Some(encoded) = input.get("encoded_request").and_then(Value::as_str) {
         use base64::Engine;
         let raw = base64::engine::general_purpose::STANDARD
-            .decode(encoded.trim())
+            .decode(encoded.split_ascii_whitespace().collect::<String>())
             .map_err(|e| format!("encoded_request: {e}"))?;
         return parse_raw(&raw);
     }
