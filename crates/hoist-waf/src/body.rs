@@ -56,11 +56,49 @@ pub fn boundary_of(content_type: &str) -> Option<String> {
     (!b.is_empty()).then(|| b.to_string())
 }
 
+/// A `name="value"` parameter of a Content-Disposition; `;` inside quotes is part of the value.
 fn header_param(value: &str, param: &str) -> Option<String> {
-    for piece in value.split(';').skip(1) {
-        let (k, v) = piece.split_once('=')?;
-        if k.trim().eq_ignore_ascii_case(param) {
-            return Some(v.trim().trim_matches('"').to_string());
+    let bytes = value.as_bytes();
+    let mut i = 0;
+    while i < bytes.len() {
+        let start = i;
+        while i < bytes.len() && bytes[i] != b'=' && bytes[i] != b';' {
+            i += 1;
+        }
+        let key = value[start..i].trim();
+        if i >= bytes.len() || bytes[i] == b';' {
+            i += 1;
+            continue;
+        }
+        i += 1;
+        while i < bytes.len() && bytes[i] == b' ' {
+            i += 1;
+        }
+        let v = if bytes.get(i) == Some(&b'"') {
+            let vstart = i + 1;
+            i = vstart;
+            while i < bytes.len() && bytes[i] != b'"' {
+                if bytes[i] == b'\\' {
+                    i += 1;
+                }
+                i += 1;
+            }
+            let v = value.get(vstart..i.min(bytes.len())).unwrap_or("").replace("\\\"", "\"");
+            i += 1;
+            v
+        } else {
+            let vstart = i;
+            while i < bytes.len() && bytes[i] != b';' {
+                i += 1;
+            }
+            value[vstart..i].trim().to_string()
+        };
+        while i < bytes.len() && bytes[i] != b';' {
+            i += 1;
+        }
+        i += 1;
+        if key.eq_ignore_ascii_case(param) {
+            return Some(v);
         }
     }
     None

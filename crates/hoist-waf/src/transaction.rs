@@ -397,7 +397,8 @@ impl Transaction {
             || rule.actions.tags.iter().any(|t| self.removed_tags.contains(t))
     }
 
-    /// Evaluates a rule and its chain; actions run only when every link matched.
+    /// Evaluates a rule and its chain. As in ModSecurity, each link's non-disruptive actions
+    /// run as soon as that link matches: CRS chains read TX variables their starter just set.
     fn evaluate_chain(&mut self, head: &Rule) -> bool {
         let mut link = Some(head);
         while let Some(rule) = link {
@@ -411,6 +412,9 @@ impl Transaction {
 
     fn evaluate(&mut self, rule: &Rule, head: &Rule) -> bool {
         if rule.unconditional {
+            for effect in &rule.actions.effects {
+                self.apply_effect(effect);
+            }
             return true;
         }
         let mut exclusions: Vec<&Exclusion> = rule.targets.exclusions.iter().collect();
@@ -427,8 +431,8 @@ impl Transaction {
         }
         let want_captures = rule.actions.capture;
         let mut captures: Vec<Vec<u8>> = Vec::new();
-        let mut matched: Vec<(String, Vec<u8>)> = Vec::new();
-        let mut got_captures: Option<Vec<Vec<u8>>> = None;
+        // (name, transformed value, captures) per matching item.
+        let mut matched: Vec<(String, Vec<u8>, Option<Vec<Vec<u8>>>)> = Vec::new();
         for item in &items {
             let mut value: Cow<'_, [u8]> = Cow::Borrowed(&item.value);
             let mut hit = false;
@@ -445,23 +449,29 @@ impl Transaction {
                 hit = self.check(rule, &value, want_captures.then_some(&mut captures));
             }
             if hit {
-                if want_captures && got_captures.is_none() && !captures.is_empty() {
-                    got_captures = Some(captures.clone());
-                }
-                matched.push((item.name(), value.into_owned()));
+                let caps = (want_captures && !captures.is_empty()).then(|| std::mem::take(&mut captures));
+                matched.push((item.name(), value.into_owned(), caps));
             }
         }
         drop(items);
         if matched.is_empty() {
             return false;
         }
-        if let Some(caps) = got_captures {
-            for (i, c) in caps.into_iter().enumerate() {
-                self.tx.insert(i.to_string(), c);
+        // ModSecurity runs a rule's non-disruptive actions once per matching variable, with
+        // MATCHED_VAR and TX.0.. of that variable: CRS builds per-header TX keys this way.
+        self.matched_vars.clear();
+        for (name, value, caps) in matched {
+            if let Some(caps) = caps {
+                for (i, c) in caps.into_iter().enumerate() {
+                    self.tx.insert(i.to_string(), c);
+                }
+            }
+            self.matched_vars.push((name.clone(), value.clone()));
+            self.matched_var = Some((name, value));
+            for effect in &rule.actions.effects {
+                self.apply_effect(effect);
             }
         }
-        self.matched_var = matched.last().cloned();
-        self.matched_vars = matched;
         true
     }
 
@@ -470,13 +480,6 @@ impl Transaction {
     }
 
     fn on_match(&mut self, head: &Rule, phase: u8) {
-        let mut link = Some(head);
-        while let Some(rule) = link {
-            for effect in &rule.actions.effects {
-                self.apply_effect(effect);
-            }
-            link = rule.chained.as_deref();
-        }
         let message = head.actions.msg.as_ref().map(|m| self.expand(m).into_owned()).unwrap_or_default();
         let data = head.actions.logdata.as_ref().map(|m| self.expand(m).into_owned()).unwrap_or_default();
         let disruptive = match &head.disruptive {
