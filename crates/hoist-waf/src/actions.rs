@@ -71,7 +71,11 @@ pub fn parse_id_ranges(s: &str) -> Result<IdRanges, String> {
         .filter(|p| !p.is_empty())
         .map(|p| {
             let (lo, hi) = p.split_once('-').unwrap_or((p, p));
-            let parse = |v: &str| v.trim().parse::<i64>().map_err(|_| format!("bad rule id {p}"));
+            let parse = |v: &str| {
+                v.trim()
+                    .parse::<i64>()
+                    .map_err(|_| format!("bad rule id {p}"))
+            };
             Ok((parse(lo)?, parse(hi)?))
         })
         .collect()
@@ -141,8 +145,16 @@ pub struct Actions {
     pub effects: Vec<Effect>,
 }
 
-pub const SEVERITIES: [&str; 8] =
-    ["EMERGENCY", "ALERT", "CRITICAL", "ERROR", "WARNING", "NOTICE", "INFO", "DEBUG"];
+pub const SEVERITIES: [&str; 8] = [
+    "EMERGENCY",
+    "ALERT",
+    "CRITICAL",
+    "ERROR",
+    "WARNING",
+    "NOTICE",
+    "INFO",
+    "DEBUG",
+];
 
 /// Splits at commas outside single quotes.
 fn split_actions(s: &str) -> Vec<&str> {
@@ -200,7 +212,11 @@ impl Actions {
                     "request" => 2,
                     "response" => 4,
                     "logging" => 5,
-                    v => v.parse().ok().filter(|p| (1..=5).contains(p)).ok_or(format!("bad phase {v}"))?,
+                    v => v
+                        .parse()
+                        .ok()
+                        .filter(|p| (1..=5).contains(p))
+                        .ok_or(format!("bad phase {v}"))?,
                 })
             }
             "msg" => self.msg = Some(Macro::parse(&value)),
@@ -226,7 +242,9 @@ impl Actions {
             "allow" => self.disruptive = Some(Disruptive::Allow),
             "block" => self.disruptive = Some(Disruptive::Block),
             "redirect" => self.disruptive = Some(Disruptive::Redirect(Macro::parse(&value))),
-            "status" => self.status = Some(value.parse().map_err(|_| format!("bad status {value}"))?),
+            "status" => {
+                self.status = Some(value.parse().map_err(|_| format!("bad status {value}"))?)
+            }
             "log" => self.log = Some(true),
             "nolog" => self.log = Some(false),
             "auditlog" => self.auditlog = Some(true),
@@ -269,17 +287,28 @@ fn parse_setvar(v: &str) -> Result<SetVar, String> {
             }
         }
     };
-    let (collection, name) = target.split_once('.').ok_or(format!("setvar: no collection in {v}"))?;
+    let (collection, name) = target
+        .split_once('.')
+        .ok_or(format!("setvar: no collection in {v}"))?;
     if !collection.eq_ignore_ascii_case("tx") {
         // Persistent collections (ip, global, session) are not kept between requests.
         return Err(format!("setvar: unsupported collection {collection}"));
     }
-    Ok(SetVar { name: Macro::parse(&name.to_ascii_lowercase()), op })
+    Ok(SetVar {
+        name: Macro::parse(&name.to_ascii_lowercase()),
+        op,
+    })
 }
 
 fn exclusions(spec: &str) -> Result<Vec<Exclusion>, String> {
     let t = Targets::parse(spec)?;
-    Ok(t.targets.into_iter().map(|t| Exclusion { var: t.var, selector: t.selector }).collect())
+    Ok(t.targets
+        .into_iter()
+        .map(|t| Exclusion {
+            var: t.var,
+            selector: t.selector,
+        })
+        .collect())
 }
 
 fn on_off(v: &str) -> Result<bool, String> {
@@ -291,9 +320,13 @@ fn on_off(v: &str) -> Result<bool, String> {
 }
 
 fn parse_ctl(v: &str) -> Result<Ctl, String> {
-    let (name, value) = v.split_once('=').ok_or(format!("ctl: missing value in {v}"))?;
+    let (name, value) = v
+        .split_once('=')
+        .ok_or(format!("ctl: missing value in {v}"))?;
     Ok(match name.trim().to_ascii_lowercase().as_str() {
-        "ruleengine" => Ctl::RuleEngine(EngineMode::parse(value).ok_or(format!("ctl: bad engine {value}"))?),
+        "ruleengine" => {
+            Ctl::RuleEngine(EngineMode::parse(value).ok_or(format!("ctl: bad engine {value}"))?)
+        }
         "ruleremovebyid" => Ctl::RuleRemoveById(parse_id_ranges(value)?),
         "ruleremovebytag" => Ctl::RuleRemoveByTag(value.to_string()),
         "ruleremovetargetbyid" => {
@@ -331,7 +364,10 @@ mod tests {
         assert_eq!(a.disruptive, Some(Disruptive::Block));
         assert!(a.capture && a.transforms_reset);
         assert_eq!(a.transforms, vec![Transform::Utf8ToUnicode]);
-        assert_eq!(a.msg.as_ref().and_then(|m| m.as_literal()), Some("SQL, 'x'"));
+        assert_eq!(
+            a.msg.as_ref().and_then(|m| m.as_literal()),
+            Some("SQL, 'x'")
+        );
         assert_eq!(a.severity, Some(2));
         assert_eq!(a.effects.len(), 2);
     }

@@ -15,7 +15,10 @@ pub fn parse_urlencoded(body: &[u8], out: &mut Pairs) {
             Some(i) => (&part[..i], &part[i + 1..]),
             None => (part, &b""[..]),
         };
-        out.push((String::from_utf8_lossy(&url_decode(name, false)).into_owned(), url_decode(value, false)));
+        out.push((
+            String::from_utf8_lossy(&url_decode(name, false)).into_owned(),
+            url_decode(value, false),
+        ));
     }
 }
 
@@ -30,7 +33,10 @@ pub fn parse_cookies(header: &[u8], out: &mut Pairs) {
             Some(i) => (&part[..i], &part[i + 1..]),
             None => (part, &b""[..]),
         };
-        out.push((String::from_utf8_lossy(name.trim_ascii()).into_owned(), value.to_vec()));
+        out.push((
+            String::from_utf8_lossy(name.trim_ascii()).into_owned(),
+            value.to_vec(),
+        ));
     }
 }
 
@@ -83,7 +89,10 @@ fn header_param(value: &str, param: &str) -> Option<String> {
                 }
                 i += 1;
             }
-            let v = value.get(vstart..i.min(bytes.len())).unwrap_or("").replace("\\\"", "\"");
+            let v = value
+                .get(vstart..i.min(bytes.len()))
+                .unwrap_or("")
+                .replace("\\\"", "\"");
             i += 1;
             v
         } else {
@@ -123,8 +132,14 @@ pub fn parse_multipart(body: &[u8], boundary: &str) -> Multipart {
         let Some(next) = find(rest, delim) else { break };
         let part = &rest[..next];
         rest = &rest[next + delim.len()..];
-        let part = part.strip_prefix(b"\r\n").or_else(|| part.strip_prefix(b"\n")).unwrap_or(part);
-        let part = part.strip_suffix(b"\r\n").or_else(|| part.strip_suffix(b"\n")).unwrap_or(part);
+        let part = part
+            .strip_prefix(b"\r\n")
+            .or_else(|| part.strip_prefix(b"\n"))
+            .unwrap_or(part);
+        let part = part
+            .strip_suffix(b"\r\n")
+            .or_else(|| part.strip_suffix(b"\n"))
+            .unwrap_or(part);
         let (head, content) = match find(part, b"\r\n\r\n") {
             Some(i) => (&part[..i], &part[i + 4..]),
             None => match find(part, b"\n\n") {
@@ -152,7 +167,8 @@ pub fn parse_multipart(body: &[u8], boundary: &str) -> Multipart {
             continue;
         };
         for line in lines {
-            m.part_headers.push((name.clone(), line.as_bytes().to_vec()));
+            m.part_headers
+                .push((name.clone(), line.as_bytes().to_vec()));
         }
         match filename {
             Some(f) => {
@@ -178,7 +194,8 @@ fn find(hay: &[u8], needle: &[u8]) -> Option<usize> {
 
 /// JSON bodies flatten to ARGS_POST as Coraza names them: `json.a.b`, arrays `json.a.0`.
 pub fn parse_json(body: &[u8], out: &mut Pairs) -> Result<(), String> {
-    let value: serde_json::Value = serde_json::from_slice(body).map_err(|e| format!("JSON: {e}"))?;
+    let value: serde_json::Value =
+        serde_json::from_slice(body).map_err(|e| format!("JSON: {e}"))?;
     flatten("json".to_string(), &value, out, 0);
     Ok(())
 }
@@ -217,7 +234,10 @@ pub struct Xml {
 
 pub fn parse_xml(body: &[u8]) -> Result<Xml, String> {
     let mut x = Xml::default();
-    let start = body.iter().position(|b| !b.is_ascii_whitespace()).unwrap_or(body.len());
+    let start = body
+        .iter()
+        .position(|b| !b.is_ascii_whitespace())
+        .unwrap_or(body.len());
     if body.get(start) != Some(&b'<') {
         return Err("XML: document does not start with an element".into());
     }
@@ -251,7 +271,10 @@ pub fn parse_xml(body: &[u8]) -> Result<Xml, String> {
             }
             i += 1 + end + end_marker.len();
         } else {
-            let end = body[i..].iter().position(|&b| b == b'<').map_or(body.len(), |p| i + p);
+            let end = body[i..]
+                .iter()
+                .position(|&b| b == b'<')
+                .map_or(body.len(), |p| i + p);
             let text = body[i..end].trim_ascii();
             if !text.is_empty() {
                 x.texts.push(text.to_vec());
@@ -269,7 +292,10 @@ fn attributes(tag: &[u8], out: &mut Vec<Vec<u8>>) {
     let mut i = 0;
     while i < tag.len() {
         if tag[i] == b'=' {
-            let q = tag[i + 1..].iter().position(|b| !b.is_ascii_whitespace()).map(|p| i + 1 + p);
+            let q = tag[i + 1..]
+                .iter()
+                .position(|b| !b.is_ascii_whitespace())
+                .map(|p| i + 1 + p);
             if let Some(q) = q {
                 let quote = tag[q];
                 if quote == b'"' || quote == b'\'' {

@@ -27,9 +27,23 @@ fn is_collection(var: VarName) -> bool {
     use VarName::*;
     matches!(
         var,
-        Args | ArgsGet | ArgsPost | ArgsNames | ArgsGetNames | ArgsPostNames | RequestCookies
-            | RequestCookiesNames | RequestHeaders | RequestHeadersNames | Files | FilesNames
-            | MultipartPartHeaders | Xml | Tx | MatchedVars | MatchedVarsNames | ResponseHeaders
+        Args | ArgsGet
+            | ArgsPost
+            | ArgsNames
+            | ArgsGetNames
+            | ArgsPostNames
+            | RequestCookies
+            | RequestCookiesNames
+            | RequestHeaders
+            | RequestHeadersNames
+            | Files
+            | FilesNames
+            | MultipartPartHeaders
+            | Xml
+            | Tx
+            | MatchedVars
+            | MatchedVarsNames
+            | ResponseHeaders
             | ResponseHeadersNames
     )
 }
@@ -76,10 +90,18 @@ impl Transaction {
             RequestMethod => s(&self.method),
             RequestProtocol => s(&self.protocol),
             QueryString => s(&self.query),
-            RequestBody => self.request_body_visible.then(|| Cow::Borrowed(self.request_body.as_slice())),
+            RequestBody => self
+                .request_body_visible
+                .then_some(Cow::Borrowed(self.request_body.as_slice())),
             RequestBodyLength => n(self.request_body.len()),
-            ReqbodyProcessor => self.body_processor.map(|p| Cow::Borrowed(p.as_str().as_bytes())),
-            ReqbodyError => s(if self.reqbody_error.is_some() { "1" } else { "0" }),
+            ReqbodyProcessor => self
+                .body_processor
+                .map(|p| Cow::Borrowed(p.as_str().as_bytes())),
+            ReqbodyError => s(if self.reqbody_error.is_some() {
+                "1"
+            } else {
+                "0"
+            }),
             ReqbodyErrorMsg => s(self.reqbody_error.as_deref().unwrap_or("")),
             ArgsCombinedSize => n(self
                 .args_get
@@ -88,10 +110,24 @@ impl Transaction {
                 .map(|(k, v)| k.len() + v.len())
                 .sum()),
             FilesCombinedSize => n(self.file_sizes.iter().sum()),
-            MultipartStrictError => s(if self.multipart_strict_error { "1" } else { "0" }),
-            MultipartUnmatchedBoundary => s(if self.multipart_unmatched_boundary { "1" } else { "0" }),
-            MatchedVar => self.matched_var.as_ref().map(|(_, v)| Cow::Borrowed(v.as_slice())),
-            MatchedVarName => self.matched_var.as_ref().map(|(k, _)| Cow::Borrowed(k.as_bytes())),
+            MultipartStrictError => s(if self.multipart_strict_error {
+                "1"
+            } else {
+                "0"
+            }),
+            MultipartUnmatchedBoundary => s(if self.multipart_unmatched_boundary {
+                "1"
+            } else {
+                "0"
+            }),
+            MatchedVar => self
+                .matched_var
+                .as_ref()
+                .map(|(_, v)| Cow::Borrowed(v.as_slice())),
+            MatchedVarName => self
+                .matched_var
+                .as_ref()
+                .map(|(k, _)| Cow::Borrowed(k.as_bytes())),
             RemoteAddr => s(&self.remote_addr),
             UniqueId => s(&self.unique_id),
             ResponseBody => b(&self.response_body),
@@ -122,13 +158,21 @@ impl Transaction {
                     Selector::Key(k) => {
                         let k = k.to_ascii_lowercase();
                         if let Some(v) = self.tx.get(&k) {
-                            out.push(Item { var, key: Cow::Owned(k), value: Cow::Borrowed(v) });
+                            out.push(Item {
+                                var,
+                                key: Cow::Owned(k),
+                                value: Cow::Borrowed(v),
+                            });
                         }
                     }
                     sel => {
                         for (k, v) in &self.tx {
                             if sel.matches(k) {
-                                out.push(Item { var, key: Cow::Borrowed(k), value: Cow::Borrowed(v) });
+                                out.push(Item {
+                                    var,
+                                    key: Cow::Borrowed(k),
+                                    value: Cow::Borrowed(v),
+                                });
                             }
                         }
                     }
@@ -137,13 +181,21 @@ impl Transaction {
             }
             VarName::Xml => {
                 let attrs = matches!(&target.selector, Selector::Key(k) if k.contains('@'));
-                let list = if attrs { &self.xml.attributes } else { &self.xml.texts };
+                let list = if attrs {
+                    &self.xml.attributes
+                } else {
+                    &self.xml.texts
+                };
                 let key: Cow<'a, str> = match &target.selector {
                     Selector::Key(k) => Cow::Owned(k.clone()),
                     _ => Cow::Borrowed("/*"),
                 };
                 for v in list {
-                    out.push(Item { var, key: key.clone(), value: Cow::Borrowed(v) });
+                    out.push(Item {
+                        var,
+                        key: key.clone(),
+                        value: Cow::Borrowed(v),
+                    });
                 }
             }
             _ if is_collection(var) => {
@@ -162,13 +214,25 @@ impl Transaction {
                     if !target.selector.matches(k) || excluded(k) {
                         continue;
                     }
-                    let value = if names { Cow::Borrowed(k.as_bytes()) } else { Cow::Borrowed(v.as_slice()) };
-                    out.push(Item { var, key: Cow::Borrowed(k), value });
+                    let value = if names {
+                        Cow::Borrowed(k.as_bytes())
+                    } else {
+                        Cow::Borrowed(v.as_slice())
+                    };
+                    out.push(Item {
+                        var,
+                        key: Cow::Borrowed(k),
+                        value,
+                    });
                 }
             }
             _ => {
                 if let Some(value) = self.scalar(var) {
-                    out.push(Item { var, key: Cow::Borrowed(""), value });
+                    out.push(Item {
+                        var,
+                        key: Cow::Borrowed(""),
+                        value,
+                    });
                 }
             }
         }
@@ -179,7 +243,11 @@ impl Transaction {
                 Selector::Key(k) => Cow::Owned(k.clone()),
                 _ => Cow::Borrowed(""),
             };
-            out.push(Item { var, key, value: Cow::Owned(count.to_string().into_bytes()) });
+            out.push(Item {
+                var,
+                key,
+                value: Cow::Owned(count.to_string().into_bytes()),
+            });
         }
     }
 
@@ -198,6 +266,10 @@ impl Transaction {
         };
         let mut items = Vec::new();
         self.collect(&target, &[], &mut items);
-        items.into_iter().next().map(|i| i.value).unwrap_or(Cow::Borrowed(b""))
+        items
+            .into_iter()
+            .next()
+            .map(|i| i.value)
+            .unwrap_or(Cow::Borrowed(b""))
     }
 }

@@ -13,7 +13,11 @@ pub struct Error {
 
 impl Error {
     pub fn new(file: impl Into<PathBuf>, line: usize, message: impl Into<String>) -> Self {
-        Error { file: file.into(), line, message: message.into() }
+        Error {
+            file: file.into(),
+            line,
+            message: message.into(),
+        }
     }
 }
 

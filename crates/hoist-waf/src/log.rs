@@ -21,7 +21,11 @@ pub(crate) fn format(
     let mut line = format!("[client {}] ModSecurity: ", tx.client());
     match interruption {
         Some(i) => {
-            let _ = write!(line, "Access denied with code {} (phase {phase}). ", i.status);
+            let _ = write!(
+                line,
+                "Access denied with code {} (phase {phase}). ",
+                i.status
+            );
         }
         None => line.push_str("Warning. "),
     }
@@ -34,17 +38,36 @@ pub(crate) fn format(
         line,
         "Matched \"Operator `{}' with parameter `{}' against variable `{}' (Value: `{}' )",
         rule.operator.name(),
-        escape(rule.operator_text.trim_start_matches('!').trim_start_matches('@')),
+        escape(
+            rule.operator_text
+                .trim_start_matches('!')
+                .trim_start_matches('@')
+        ),
         var_name,
         escape(&value),
     );
-    let _ = write!(line, " [file \"{}\"] [line \"{}\"] [id \"{}\"]", rule.file.display(), rule.line, rule.id);
+    let _ = write!(
+        line,
+        " [file \"{}\"] [line \"{}\"] [id \"{}\"]",
+        rule.file.display(),
+        rule.line,
+        rule.id
+    );
     if let Some(rev) = &rule.actions.rev {
         let _ = write!(line, " [rev \"{}\"]", escape(rev));
     }
-    let _ = write!(line, " [msg \"{}\"] [data \"{}\"]", escape(msg), escape(data));
+    let _ = write!(
+        line,
+        " [msg \"{}\"] [data \"{}\"]",
+        escape(msg),
+        escape(data)
+    );
     if let Some(sev) = rule.actions.severity {
-        let _ = write!(line, " [severity \"{}\"]", SEVERITIES[usize::from(sev.min(7))]);
+        let _ = write!(
+            line,
+            " [severity \"{}\"]",
+            SEVERITIES[usize::from(sev.min(7))]
+        );
     }
     if let Some(ver) = &rule.actions.ver {
         let _ = write!(line, " [ver \"{}\"]", escape(ver));

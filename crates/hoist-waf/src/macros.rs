@@ -21,7 +21,9 @@ impl Macro {
         let mut rest = text;
         let mut literal = String::new();
         while let Some(start) = rest.find("%{") {
-            let Some(len) = rest[start + 2..].find('}') else { break };
+            let Some(len) = rest[start + 2..].find('}') else {
+                break;
+            };
             let inner = &rest[start + 2..start + 2 + len];
             let (name, key) = match inner.split_once('.') {
                 Some((n, k)) => (n, Some(k.to_string())),

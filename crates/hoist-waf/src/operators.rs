@@ -65,7 +65,9 @@ impl Pattern {
                             out.clear();
                             for i in 0..c.len().min(10) {
                                 out.push(
-                                    c.get(i).map(|m| m.as_str().as_bytes().to_vec()).unwrap_or_default(),
+                                    c.get(i)
+                                        .map(|m| m.as_str().as_bytes().to_vec())
+                                        .unwrap_or_default(),
                                 );
                             }
                             true
@@ -232,7 +234,11 @@ impl Operator {
             Operator::DetectSqli => {
                 let r = libinjectionrs::detect_sqli(input);
                 if r.is_injection() {
-                    let fp = r.fingerprint.as_ref().map(|f| f.as_str().to_string()).unwrap_or_default();
+                    let fp = r
+                        .fingerprint
+                        .as_ref()
+                        .map(|f| f.as_str().to_string())
+                        .unwrap_or_default();
                     capture0(captures, fp.as_bytes());
                 }
                 r.is_injection()
@@ -307,12 +313,17 @@ fn parse_ips(arg: &str) -> Result<Vec<(IpAddr, u8)>, String> {
         .filter(|s| !s.is_empty())
         .map(|s| {
             let (addr, bits) = s.split_once('/').unwrap_or((s, ""));
-            let ip: IpAddr = addr.parse().map_err(|_| format!("@ipMatch: bad address {s}"))?;
+            let ip: IpAddr = addr
+                .parse()
+                .map_err(|_| format!("@ipMatch: bad address {s}"))?;
             let max = if ip.is_ipv4() { 32 } else { 128 };
             let bits = if bits.is_empty() {
                 max
             } else {
-                bits.parse::<u8>().ok().filter(|b| *b <= max).ok_or(format!("@ipMatch: bad prefix {s}"))?
+                bits.parse::<u8>()
+                    .ok()
+                    .filter(|b| *b <= max)
+                    .ok_or(format!("@ipMatch: bad prefix {s}"))?
             };
             Ok((ip, bits))
         })
@@ -336,7 +347,11 @@ fn parse_byte_ranges(arg: &str) -> Result<Box<[bool; 256]>, String> {
     let mut table = Box::new([false; 256]);
     for part in arg.split(',').map(str::trim).filter(|p| !p.is_empty()) {
         let (lo, hi) = part.split_once('-').unwrap_or((part, part));
-        let parse = |s: &str| s.trim().parse::<u8>().map_err(|_| format!("@validateByteRange: bad range {part}"));
+        let parse = |s: &str| {
+            s.trim()
+                .parse::<u8>()
+                .map_err(|_| format!("@validateByteRange: bad range {part}"))
+        };
         let (lo, hi) = (parse(lo)?, parse(hi)?);
         if lo > hi {
             return Err(format!("@validateByteRange: bad range {part}"));

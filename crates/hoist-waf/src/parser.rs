@@ -115,13 +115,20 @@ fn include(d: &Directive, depth: usize, out: &mut Vec<Directive>) -> Result<(), 
 
 /// Expands `*` and `?` in the last path component, sorted as shells do so rule order is stable.
 fn expand_glob(pattern: &Path) -> Result<Vec<PathBuf>, String> {
-    let name = pattern.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    let name = pattern
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
     if !name.contains(['*', '?']) {
-        return Ok(if pattern.exists() { vec![pattern.to_path_buf()] } else { Vec::new() });
+        return Ok(if pattern.exists() {
+            vec![pattern.to_path_buf()]
+        } else {
+            Vec::new()
+        });
     }
     let dir = pattern.parent().unwrap_or_else(|| Path::new("."));
-    let entries =
-        std::fs::read_dir(dir).map_err(|e| format!("Include: cannot list {}: {e}", dir.display()))?;
+    let entries = std::fs::read_dir(dir)
+        .map_err(|e| format!("Include: cannot list {}: {e}", dir.display()))?;
     let mut found: Vec<PathBuf> = entries
         .filter_map(|e| e.ok())
         .filter(|e| glob_match(name.as_bytes(), e.file_name().to_string_lossy().as_bytes()))
@@ -170,7 +177,11 @@ fn tokenize(logical: &str, file: &Arc<Path>, line: usize) -> Result<Option<Direc
                 }
             }
             if !closed {
-                return Err(Error::new(file.to_path_buf(), line, "unterminated quoted argument"));
+                return Err(Error::new(
+                    file.to_path_buf(),
+                    line,
+                    "unterminated quoted argument",
+                ));
             }
             tokens.push(String::from_utf8_lossy(&token).into_owned());
         } else {
@@ -182,8 +193,15 @@ fn tokenize(logical: &str, file: &Arc<Path>, line: usize) -> Result<Option<Direc
         }
     }
     let mut iter = tokens.into_iter();
-    let Some(name) = iter.next() else { return Ok(None) };
-    Ok(Some(Directive { name, args: iter.collect(), file: file.clone(), line }))
+    let Some(name) = iter.next() else {
+        return Ok(None);
+    };
+    Ok(Some(Directive {
+        name,
+        args: iter.collect(),
+        file: file.clone(),
+        line,
+    }))
 }
 
 #[cfg(test)]

@@ -33,7 +33,7 @@ pub struct Rule {
 
 #[derive(Debug)]
 pub enum Entry {
-    Rule(Rule),
+    Rule(Box<Rule>),
     Marker(String),
 }
 
@@ -46,7 +46,11 @@ struct DefaultAction {
 
 impl Default for DefaultAction {
     fn default() -> Self {
-        DefaultAction { transforms: Vec::new(), log: true, disruptive: Disruptive::Pass }
+        DefaultAction {
+            transforms: Vec::new(),
+            log: true,
+            disruptive: Disruptive::Pass,
+        }
     }
 }
 
@@ -85,7 +89,11 @@ impl RuleSet {
     }
 
     pub fn rule_count(&self) -> usize {
-        self.phases.iter().flatten().filter(|e| matches!(e, Entry::Rule(_))).count()
+        self.phases
+            .iter()
+            .flatten()
+            .filter(|e| matches!(e, Entry::Rule(_)))
+            .count()
     }
 }
 
@@ -133,30 +141,38 @@ impl Builder {
                 }
                 "secdefaultaction" => self.default_action(&d)?,
                 "secruleengine" => {
-                    set.engine = EngineMode::parse(arg0).ok_or_else(|| d.error("bad SecRuleEngine"))?
+                    set.engine =
+                        EngineMode::parse(arg0).ok_or_else(|| d.error("bad SecRuleEngine"))?
                 }
                 "secrequestbodyaccess" => set.request_body_access = on_off(&d)?,
                 "secresponsebodyaccess" => set.response_body_access = on_off(&d)?,
                 "secrequestbodylimit" | "secrequestbodynofileslimit" => {
-                    set.request_body_limit =
-                        arg0.parse().map_err(|_| d.error("bad SecRequestBodyLimit"))?
+                    set.request_body_limit = arg0
+                        .parse()
+                        .map_err(|_| d.error("bad SecRequestBodyLimit"))?
                 }
                 "secresponsebodylimit" => {
-                    set.response_body_limit =
-                        arg0.parse().map_err(|_| d.error("bad SecResponseBodyLimit"))?
+                    set.response_body_limit = arg0
+                        .parse()
+                        .map_err(|_| d.error("bad SecResponseBodyLimit"))?
                 }
                 "secrequestbodylimitaction" => {
                     set.request_body_limit_reject = match arg0.to_ascii_lowercase().as_str() {
                         "reject" => true,
                         "processpartial" => false,
-                        _ => return Err(d.error("SecRequestBodyLimitAction: Reject or ProcessPartial")),
+                        _ => {
+                            return Err(
+                                d.error("SecRequestBodyLimitAction: Reject or ProcessPartial")
+                            )
+                        }
                     }
                 }
                 "secresponsebodymimetype" => set.response_mime_types = d.args.clone(),
                 "seccomponentsignature" => set.component_signatures.push(arg0.to_string()),
                 "secruleremovebyid" => {
                     let ranges = parse_id_ranges(&d.args.join(" ")).map_err(|m| d.error(m))?;
-                    self.rules.retain(|e| !matches!(e, Entry::Rule(r) if in_ranges(&ranges, r.id)));
+                    self.rules
+                        .retain(|e| !matches!(e, Entry::Rule(r) if in_ranges(&ranges, r.id)));
                 }
                 "secruleremovebytag" => {
                     self.rules.retain(|e| !matches!(e, Entry::Rule(r) if r.actions.tags.iter().any(|t| t == arg0)));
@@ -171,7 +187,11 @@ impl Builder {
                 Entry::Rule(r) => (r.file.to_path_buf(), r.line),
                 Entry::Marker(_) => (Default::default(), 0),
             };
-            return Err(Error::new(file, line, "chain action on the last rule: nothing to chain"));
+            return Err(Error::new(
+                file,
+                line,
+                "chain action on the last rule: nothing to chain",
+            ));
         }
         for (d, by_tag) in std::mem::take(&mut self.pending_updates) {
             self.update_targets(&d, by_tag, false)?;
@@ -187,7 +207,7 @@ impl Builder {
                     }
                 }
                 Entry::Rule(rule) => {
-                    let mut r = Some(&rule);
+                    let mut r: Option<&Rule> = Some(&rule);
                     while let Some(x) = r {
                         if let Operator::Rx(p) = &x.operator {
                             if p.is_fancy() {
@@ -214,13 +234,18 @@ impl Builder {
     fn default_action(&mut self, d: &Directive) -> Result<(), Error> {
         let a = Actions::parse(d.args.first().map(String::as_str).unwrap_or(""))
             .map_err(|m| d.error(m))?;
-        let phase = a.phase.ok_or_else(|| d.error("SecDefaultAction needs a phase"))?;
+        let phase = a
+            .phase
+            .ok_or_else(|| d.error("SecDefaultAction needs a phase"))?;
         let disruptive = a.disruptive.clone().unwrap_or(Disruptive::Pass);
         if disruptive == Disruptive::Block {
             return Err(d.error("SecDefaultAction cannot use block"));
         }
-        self.defaults[usize::from(phase - 1)] =
-            DefaultAction { transforms: a.transforms, log: a.log.unwrap_or(true), disruptive };
+        self.defaults[usize::from(phase - 1)] = DefaultAction {
+            transforms: a.transforms,
+            log: a.log.unwrap_or(true),
+            disruptive,
+        };
         Ok(())
     }
 
@@ -234,7 +259,11 @@ impl Builder {
         } else {
             match d.args.as_slice() {
                 [t, o] => (Targets::parse(t).map_err(|m| d.error(m))?, o.clone(), ""),
-                [t, o, a] => (Targets::parse(t).map_err(|m| d.error(m))?, o.clone(), a.as_str()),
+                [t, o, a] => (
+                    Targets::parse(t).map_err(|m| d.error(m))?,
+                    o.clone(),
+                    a.as_str(),
+                ),
                 _ => return Err(d.error("SecRule takes variables, operator and actions")),
             }
         };
@@ -246,13 +275,21 @@ impl Builder {
             Operator::parse(&op_text, dir).map_err(|m| d.error(m))?
         };
         let in_chain = self.open_chain.is_some();
-        let phase = if in_chain { 0 } else { actions.phase.unwrap_or(2) };
+        let phase = if in_chain {
+            0
+        } else {
+            actions.phase.unwrap_or(2)
+        };
         let defaults = if in_chain {
             DefaultAction::default()
         } else {
             self.defaults[usize::from(phase - 1)].clone()
         };
-        let mut transforms = if actions.transforms_reset { Vec::new() } else { defaults.transforms };
+        let mut transforms = if actions.transforms_reset {
+            Vec::new()
+        } else {
+            defaults.transforms
+        };
         transforms.extend(actions.transforms.iter().copied());
         if !in_chain && actions.id.is_none() {
             return Err(d.error("rule has no id"));
@@ -289,7 +326,7 @@ impl Builder {
                 }
             }
             None => {
-                self.rules.push(Entry::Rule(rule));
+                self.rules.push(Entry::Rule(Box::new(rule)));
                 if opens_chain {
                     self.open_chain = Some(self.rules.len() - 1);
                 }
@@ -300,16 +337,29 @@ impl Builder {
 
     /// SecRuleUpdateTargetById/ByTag. ModSecurity applies them to rules defined so far; CRS
     /// files sometimes update a rule that a later file defines, so misses are retried at the end.
-    fn update_targets(&mut self, d: &Directive, by_tag: bool, first_try: bool) -> Result<(), Error> {
+    fn update_targets(
+        &mut self,
+        d: &Directive,
+        by_tag: bool,
+        first_try: bool,
+    ) -> Result<(), Error> {
         let (key, spec) = match d.args.as_slice() {
             [k, s] | [k, s, _] => (k.as_str(), s.as_str()),
             _ => return Err(d.error(format!("{} takes a rule and targets", d.name))),
         };
-        let ranges = if by_tag { Vec::new() } else { parse_id_ranges(key).map_err(|m| d.error(m))? };
+        let ranges = if by_tag {
+            Vec::new()
+        } else {
+            parse_id_ranges(key).map_err(|m| d.error(m))?
+        };
         let mut found = false;
         for e in &mut self.rules {
             if let Entry::Rule(r) = e {
-                let hit = if by_tag { r.actions.tags.iter().any(|t| t == key) } else { in_ranges(&ranges, r.id) };
+                let hit = if by_tag {
+                    r.actions.tags.iter().any(|t| t == key)
+                } else {
+                    in_ranges(&ranges, r.id)
+                };
                 if hit {
                     r.targets.add(spec).map_err(|m| d.error(m))?;
                     found = true;

@@ -1,7 +1,7 @@
 //! One HTTP exchange through the rule set: feed the request line, headers and body, run the
 //! phases, read the interruption and the matched-rule log.
 
-use crate::actions::{BodyProcessor, Ctl, Disruptive, EngineMode, Effect, IdRanges, SetVarOp};
+use crate::actions::{BodyProcessor, Ctl, Disruptive, Effect, EngineMode, IdRanges, SetVarOp};
 use crate::body::{self, Pairs, Xml};
 use crate::macros::{Macro, Part};
 use crate::operators::{atoi, Expand};
@@ -34,6 +34,9 @@ pub struct MatchedRule {
     pub tags: Vec<String>,
     pub log_line: String,
 }
+
+/// A matching item: its name, transformed value and the captures it produced.
+type Hit = (String, Vec<u8>, Option<Vec<Vec<u8>>>);
 
 enum RemovedTarget {
     Ids(IdRanges, Exclusion),
@@ -96,9 +99,9 @@ impl Expand for Transaction {
         for part in &m.parts {
             match part {
                 Part::Literal(s) => out.push_str(s),
-                Part::Var(var, key) => {
-                    out.push_str(&String::from_utf8_lossy(&self.macro_value(*var, key.as_deref())))
-                }
+                Part::Var(var, key) => out.push_str(&String::from_utf8_lossy(
+                    &self.macro_value(*var, key.as_deref()),
+                )),
             }
         }
         Cow::Owned(out)
@@ -178,11 +181,15 @@ impl Transaction {
         if name.eq_ignore_ascii_case("cookie") {
             body::parse_cookies(value, &mut self.cookies);
         }
-        self.request_headers.push((name.to_string(), value.to_vec()));
+        self.request_headers
+            .push((name.to_string(), value.to_vec()));
     }
 
     fn request_header(&self, name: &str) -> Option<&[u8]> {
-        self.request_headers.iter().find(|(k, _)| k.eq_ignore_ascii_case(name)).map(|(_, v)| v.as_slice())
+        self.request_headers
+            .iter()
+            .find(|(k, _)| k.eq_ignore_ascii_case(name))
+            .map(|(_, v)| v.as_slice())
     }
 
     /// Phase 1.
@@ -194,7 +201,10 @@ impl Transaction {
     /// Buffers body bytes up to SecRequestBodyLimit; returns false once the limit is passed
     /// (with `SecRequestBodyLimitAction Reject` the transaction is then interrupted with 413).
     pub fn append_request_body(&mut self, chunk: &[u8]) -> bool {
-        let room = self.rules.request_body_limit.saturating_sub(self.request_body.len());
+        let room = self
+            .rules
+            .request_body_limit
+            .saturating_sub(self.request_body.len());
         if chunk.len() > room {
             self.request_body.extend_from_slice(&chunk[..room]);
             self.request_body_truncated = true;
@@ -258,13 +268,12 @@ impl Transaction {
                     }
                 }
             },
-            Some(BodyProcessor::Json) => {
-                if !body.is_empty() {
-                    if let Err(e) = body::parse_json(&body, &mut self.args_post) {
-                        self.reqbody_error = Some(e);
-                    }
+            Some(BodyProcessor::Json) if !body.is_empty() => {
+                if let Err(e) = body::parse_json(&body, &mut self.args_post) {
+                    self.reqbody_error = Some(e);
                 }
             }
+            Some(BodyProcessor::Json) => {}
             Some(BodyProcessor::Xml) => match body::parse_xml(&body) {
                 Ok(x) => self.xml = x,
                 Err(e) => self.reqbody_error = Some(e),
@@ -283,7 +292,8 @@ impl Transaction {
     }
 
     pub fn add_response_header(&mut self, name: &str, value: &[u8]) {
-        self.response_headers.push((name.to_string(), value.to_vec()));
+        self.response_headers
+            .push((name.to_string(), value.to_vec()));
     }
 
     /// Phase 3.
@@ -305,12 +315,19 @@ impl Transaction {
             .map(|(_, v)| String::from_utf8_lossy(v).to_ascii_lowercase())
             .unwrap_or_default();
         let mime = ct.split(';').next().unwrap_or("").trim().to_string();
-        self.rules.response_mime_types.iter().any(|m| m.eq_ignore_ascii_case(&mime))
+        self.rules
+            .response_mime_types
+            .iter()
+            .any(|m| m.eq_ignore_ascii_case(&mime))
     }
 
     pub fn append_response_body(&mut self, chunk: &[u8]) {
-        let room = self.rules.response_body_limit.saturating_sub(self.response_body.len());
-        self.response_body.extend_from_slice(&chunk[..chunk.len().min(room)]);
+        let room = self
+            .rules
+            .response_body_limit
+            .saturating_sub(self.response_body.len());
+        self.response_body
+            .extend_from_slice(&chunk[..chunk.len().min(room)]);
     }
 
     /// Phase 4.
@@ -394,7 +411,11 @@ impl Transaction {
 
     fn is_removed(&self, rule: &Rule) -> bool {
         crate::actions::in_ranges(&self.removed_ids, rule.id)
-            || rule.actions.tags.iter().any(|t| self.removed_tags.contains(t))
+            || rule
+                .actions
+                .tags
+                .iter()
+                .any(|t| self.removed_tags.contains(t))
     }
 
     /// Evaluates a rule and its chain. As in ModSecurity, each link's non-disruptive actions
@@ -420,7 +441,9 @@ impl Transaction {
         let mut exclusions: Vec<&Exclusion> = rule.targets.exclusions.iter().collect();
         for removed in &self.removed_targets {
             match removed {
-                RemovedTarget::Ids(ids, e) if crate::actions::in_ranges(ids, head.id) => exclusions.push(e),
+                RemovedTarget::Ids(ids, e) if crate::actions::in_ranges(ids, head.id) => {
+                    exclusions.push(e)
+                }
                 RemovedTarget::Tag(tag, e) if head.actions.tags.contains(tag) => exclusions.push(e),
                 _ => {}
             }
@@ -432,7 +455,7 @@ impl Transaction {
         let want_captures = rule.actions.capture;
         let mut captures: Vec<Vec<u8>> = Vec::new();
         // (name, transformed value, captures) per matching item.
-        let mut matched: Vec<(String, Vec<u8>, Option<Vec<Vec<u8>>>)> = Vec::new();
+        let mut matched: Vec<Hit> = Vec::new();
         for item in &items {
             let mut value: Cow<'_, [u8]> = Cow::Borrowed(&item.value);
             let mut hit = false;
@@ -449,7 +472,8 @@ impl Transaction {
                 hit = self.check(rule, &value, want_captures.then_some(&mut captures));
             }
             if hit {
-                let caps = (want_captures && !captures.is_empty()).then(|| std::mem::take(&mut captures));
+                let caps =
+                    (want_captures && !captures.is_empty()).then(|| std::mem::take(&mut captures));
                 matched.push((item.name(), value.into_owned(), caps));
             }
         }
@@ -480,8 +504,18 @@ impl Transaction {
     }
 
     fn on_match(&mut self, head: &Rule, phase: u8) {
-        let message = head.actions.msg.as_ref().map(|m| self.expand(m).into_owned()).unwrap_or_default();
-        let data = head.actions.logdata.as_ref().map(|m| self.expand(m).into_owned()).unwrap_or_default();
+        let message = head
+            .actions
+            .msg
+            .as_ref()
+            .map(|m| self.expand(m).into_owned())
+            .unwrap_or_default();
+        let data = head
+            .actions
+            .logdata
+            .as_ref()
+            .map(|m| self.expand(m).into_owned())
+            .unwrap_or_default();
         let disruptive = match &head.disruptive {
             Disruptive::Block => self.rules.default_disruptive[usize::from(phase - 1)].clone(),
             d => d.clone(),
@@ -491,12 +525,19 @@ impl Transaction {
             Disruptive::Deny | Disruptive::Drop | Disruptive::Redirect(_) => {
                 let (action, status, redirect) = match &disruptive {
                     Disruptive::Drop => ("drop", head.actions.status.unwrap_or(403), None),
-                    Disruptive::Redirect(m) => {
-                        ("redirect", head.actions.status.unwrap_or(302), Some(self.expand(m).into_owned()))
-                    }
+                    Disruptive::Redirect(m) => (
+                        "redirect",
+                        head.actions.status.unwrap_or(302),
+                        Some(self.expand(m).into_owned()),
+                    ),
                     _ => ("deny", head.actions.status.unwrap_or(403), None),
                 };
-                interruption = Some(Interruption { status, rule_id: head.id, action, redirect });
+                interruption = Some(Interruption {
+                    status,
+                    rule_id: head.id,
+                    action,
+                    redirect,
+                });
             }
             Disruptive::Allow => {
                 if self.engine == EngineMode::On {
@@ -506,7 +547,14 @@ impl Transaction {
             Disruptive::Pass | Disruptive::Block => {}
         }
         let enforce = self.engine == EngineMode::On;
-        let log_line = crate::log::format(self, head, phase, &message, &data, interruption.as_ref().filter(|_| enforce));
+        let log_line = crate::log::format(
+            self,
+            head,
+            phase,
+            &message,
+            &data,
+            interruption.as_ref().filter(|_| enforce),
+        );
         self.matched.push(MatchedRule {
             id: head.id,
             phase,
@@ -554,12 +602,14 @@ impl Transaction {
                 Ctl::RuleRemoveByTag(tag) => self.removed_tags.push(tag.clone()),
                 Ctl::RuleRemoveTargetById(ids, excl) => {
                     for e in excl {
-                        self.removed_targets.push(RemovedTarget::Ids(ids.clone(), e.clone()));
+                        self.removed_targets
+                            .push(RemovedTarget::Ids(ids.clone(), e.clone()));
                     }
                 }
                 Ctl::RuleRemoveTargetByTag(tag, excl) => {
                     for e in excl {
-                        self.removed_targets.push(RemovedTarget::Tag(tag.clone(), e.clone()));
+                        self.removed_targets
+                            .push(RemovedTarget::Tag(tag.clone(), e.clone()));
                     }
                 }
                 Ctl::RequestBodyProcessor(p) => self.body_processor = Some(*p),

@@ -91,7 +91,10 @@ impl Transform {
             CssDecode => css_decode(input),
             Utf8ToUnicode => utf8_to_unicode(input),
             RemoveNulls => input.iter().copied().filter(|&b| b != 0).collect(),
-            ReplaceNulls => input.iter().map(|&b| if b == 0 { b' ' } else { b }).collect(),
+            ReplaceNulls => input
+                .iter()
+                .map(|&b| if b == 0 { b' ' } else { b })
+                .collect(),
             RemoveWhitespace => input.iter().copied().filter(|&b| !is_space(b)).collect(),
             CompressWhitespace => compress_whitespace(input),
             ReplaceComments => replace_comments(input),
@@ -103,7 +106,9 @@ impl Transform {
             EscapeSeqDecode => escape_seq_decode(input),
             Base64Decode => base64_decode(input, false),
             Base64DecodeExt => base64_decode(input, true),
-            Base64Encode => base64::engine::general_purpose::STANDARD.encode(input).into_bytes(),
+            Base64Encode => base64::engine::general_purpose::STANDARD
+                .encode(input)
+                .into_bytes(),
             HexEncode => hex_encode(input),
             HexDecode => hex_decode(input),
             Length => input.len().to_string().into_bytes(),
@@ -147,7 +152,9 @@ fn hex4(s: &[u8]) -> Option<u32> {
     if s.len() < 4 {
         return None;
     }
-    s[..4].iter().try_fold(0u32, |acc, &b| Some(acc << 4 | u32::from(hex_val(b)?)))
+    s[..4]
+        .iter()
+        .try_fold(0u32, |acc, &b| Some(acc << 4 | u32::from(hex_val(b)?)))
 }
 
 pub fn url_decode(input: &[u8], uni: bool) -> Vec<u8> {
@@ -225,9 +232,15 @@ fn html_entity_decode(input: &[u8]) -> Vec<u8> {
 fn decode_entity(s: &[u8]) -> Option<(u8, usize)> {
     let semi = |n: usize| if s.get(n) == Some(&b';') { n + 1 } else { n };
     if s.first() == Some(&b'#') {
-        let (radix, start) = if matches!(s.get(1), Some(b'x' | b'X')) { (16, 2) } else { (10, 1) };
-        let digits =
-            s[start..].iter().take_while(|b| (**b as char).is_digit(radix)).count();
+        let (radix, start) = if matches!(s.get(1), Some(b'x' | b'X')) {
+            (16, 2)
+        } else {
+            (10, 1)
+        };
+        let digits = s[start..]
+            .iter()
+            .take_while(|b| (**b as char).is_digit(radix))
+            .count();
         if digits == 0 {
             return None;
         }
@@ -275,12 +288,17 @@ fn js_decode(input: &[u8]) -> Vec<u8> {
             }
         }
         if (b'0'..=b'7').contains(&next) {
-            let digits = input[i + 1..].iter().take(3).take_while(|b| (b'0'..=b'7').contains(b));
+            let digits = input[i + 1..]
+                .iter()
+                .take(3)
+                .take_while(|b| (b'0'..=b'7').contains(b));
             let mut n = digits.count();
             if n == 3 && input[i + 1] > b'3' {
                 n = 2;
             }
-            let v = input[i + 1..i + 1 + n].iter().fold(0u32, |a, &b| a * 8 + u32::from(b - b'0'));
+            let v = input[i + 1..i + 1 + n]
+                .iter()
+                .fold(0u32, |a, &b| a * 8 + u32::from(b - b'0'));
             out.push(v as u8);
             i += 1 + n;
             continue;
@@ -318,7 +336,11 @@ fn css_decode(input: &[u8]) -> Vec<u8> {
             i += 1;
             continue;
         }
-        let digits = input[i + 1..].iter().take(6).take_while(|b| hex_val(**b).is_some()).count();
+        let digits = input[i + 1..]
+            .iter()
+            .take(6)
+            .take_while(|b| hex_val(**b).is_some())
+            .count();
         if digits > 0 {
             let code = input[i + 1..i + 1 + digits]
                 .iter()
@@ -414,12 +436,13 @@ fn remove_comments_char(input: &[u8]) -> Vec<u8> {
     let mut i = 0;
     while i < input.len() {
         let rest = &input[i..];
-        if rest.starts_with(b"/*") || rest.starts_with(b"*/") || rest.starts_with(b"--") {
-            i += 2;
-        } else if rest.starts_with(b"<!--") {
+        // `-->` before `--`, or the `>` of an HTML comment end would survive.
+        if rest.starts_with(b"<!--") {
             i += 4;
         } else if rest.starts_with(b"-->") {
             i += 3;
+        } else if rest.starts_with(b"/*") || rest.starts_with(b"*/") || rest.starts_with(b"--") {
+            i += 2;
         } else if rest[0] == b'#' {
             i += 1;
         } else {
@@ -468,8 +491,14 @@ fn normalise_path(input: &[u8], windows: bool) -> Vec<u8> {
     if input.is_empty() {
         return Vec::new();
     }
-    let src: Vec<u8> =
-        if windows { input.iter().map(|&b| if b == b'\\' { b'/' } else { b }).collect() } else { input.to_vec() };
+    let src: Vec<u8> = if windows {
+        input
+            .iter()
+            .map(|&b| if b == b'\\' { b'/' } else { b })
+            .collect()
+    } else {
+        input.to_vec()
+    };
     let absolute = src.first() == Some(&b'/');
     let trailing = src.last() == Some(&b'/') || src.ends_with(b"/.") || src.ends_with(b"/..");
     let mut segments: Vec<&[u8]> = Vec::new();
@@ -525,8 +554,14 @@ fn escape_seq_decode(input: &[u8]) -> Vec<u8> {
                 }
             }
         } else if (b'0'..=b'7').contains(&next) {
-            let n = input[i + 1..].iter().take(3).take_while(|b| (b'0'..=b'7').contains(b)).count();
-            let v = input[i + 1..i + 1 + n].iter().fold(0u32, |a, &b| a * 8 + u32::from(b - b'0'));
+            let n = input[i + 1..]
+                .iter()
+                .take(3)
+                .take_while(|b| (b'0'..=b'7').contains(b))
+                .count();
+            let v = input[i + 1..i + 1 + n]
+                .iter()
+                .fold(0u32, |a, &b| a * 8 + u32::from(b - b'0'));
             out.push(v as u8);
             i += 1 + n;
         } else {
@@ -566,19 +601,31 @@ fn base64_decode(input: &[u8], ext: bool) -> Vec<u8> {
 
 fn hex_encode(input: &[u8]) -> Vec<u8> {
     const DIGITS: &[u8; 16] = b"0123456789abcdef";
-    input.iter().flat_map(|&b| [DIGITS[usize::from(b >> 4)], DIGITS[usize::from(b & 15)]]).collect()
+    input
+        .iter()
+        .flat_map(|&b| [DIGITS[usize::from(b >> 4)], DIGITS[usize::from(b & 15)]])
+        .collect()
 }
 
 fn hex_decode(input: &[u8]) -> Vec<u8> {
-    input.chunks_exact(2).filter_map(|p| hex2(p[0], p[1])).collect()
+    input
+        .chunks_exact(2)
+        .filter_map(|p| hex2(p[0], p[1]))
+        .collect()
 }
 
 fn trim_left(input: &[u8]) -> &[u8] {
-    let start = input.iter().position(|&b| !is_space(b)).unwrap_or(input.len());
+    let start = input
+        .iter()
+        .position(|&b| !is_space(b))
+        .unwrap_or(input.len());
     &input[start..]
 }
 
 fn trim_right(input: &[u8]) -> &[u8] {
-    let end = input.iter().rposition(|&b| !is_space(b)).map_or(0, |p| p + 1);
+    let end = input
+        .iter()
+        .rposition(|&b| !is_space(b))
+        .map_or(0, |p| p + 1);
     &input[..end]
 }

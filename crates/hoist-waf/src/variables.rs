@@ -277,7 +277,11 @@ impl Targets {
             if exclude {
                 self.exclusions.push(Exclusion { var, selector });
             } else {
-                self.targets.push(Target { var, selector, count });
+                self.targets.push(Target {
+                    var,
+                    selector,
+                    count,
+                });
             }
         }
         Ok(())

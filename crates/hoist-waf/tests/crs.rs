@@ -65,21 +65,36 @@ fn build_request(input: &Value) -> Result<Request, String> {
     }
     let text = |k: &str, d: &str| input.get(k).map(as_text).unwrap_or_else(|| d.to_string());
     let mut headers: Vec<(String, Vec<u8>)> = match input.get("headers") {
-        Some(Value::Object(m)) => m.iter().map(|(k, v)| (k.clone(), as_text(v).into_bytes())).collect(),
+        Some(Value::Object(m)) => m
+            .iter()
+            .map(|(k, v)| (k.clone(), as_text(v).into_bytes()))
+            .collect(),
         _ => Vec::new(),
     };
-    let mut body = input.get("data").map(as_text).unwrap_or_default().into_bytes();
+    let mut body = input
+        .get("data")
+        .map(as_text)
+        .unwrap_or_default()
+        .into_bytes();
     let has = |h: &[(String, Vec<u8>)], n: &str| h.iter().any(|(k, _)| k.eq_ignore_ascii_case(n));
     let multipart = headers.iter().any(|(k, v)| {
         k.eq_ignore_ascii_case("content-type") && v.to_ascii_lowercase().starts_with(b"multipart/")
     });
     if multipart && !body.contains(&b'\r') {
-        body = String::from_utf8_lossy(&body).replace('\n', "\r\n").into_bytes();
+        body = String::from_utf8_lossy(&body)
+            .replace('\n', "\r\n")
+            .into_bytes();
     }
-    let autocomplete = input.get("autocomplete_headers").and_then(Value::as_bool).unwrap_or(true);
+    let autocomplete = input
+        .get("autocomplete_headers")
+        .and_then(Value::as_bool)
+        .unwrap_or(true);
     if autocomplete && !body.is_empty() {
         if !has(&headers, "content-type") {
-            headers.push(("Content-Type".into(), b"application/x-www-form-urlencoded".to_vec()));
+            headers.push((
+                "Content-Type".into(),
+                b"application/x-www-form-urlencoded".to_vec(),
+            ));
         }
         if !has(&headers, "content-length") {
             headers.push(("Content-Length".into(), body.len().to_string().into_bytes()));
@@ -95,8 +110,15 @@ fn build_request(input: &Value) -> Result<Request, String> {
 }
 
 fn parse_raw(raw: &[u8]) -> Result<Request, String> {
-    let split = raw.windows(4).position(|w| w == b"\r\n\r\n").map(|i| (i, i + 4));
-    let split = split.or_else(|| raw.windows(2).position(|w| w == b"\n\n").map(|i| (i, i + 2)));
+    let split = raw
+        .windows(4)
+        .position(|w| w == b"\r\n\r\n")
+        .map(|i| (i, i + 4));
+    let split = split.or_else(|| {
+        raw.windows(2)
+            .position(|w| w == b"\n\n")
+            .map(|i| (i, i + 2))
+    });
     let (head_end, body_start) = split.unwrap_or((raw.len(), raw.len()));
     let head = String::from_utf8_lossy(&raw[..head_end]);
     let mut lines = head.lines();
@@ -109,11 +131,19 @@ fn parse_raw(raw: &[u8]) -> Result<Request, String> {
         .filter_map(|l| l.split_once(':'))
         .map(|(k, v)| (k.trim().to_string(), v.trim().as_bytes().to_vec()))
         .collect();
-    Ok(Request { method, uri, version, headers, body: raw[body_start..].to_vec() })
+    Ok(Request {
+        method,
+        uri,
+        version,
+        headers,
+        body: raw[body_start..].to_vec(),
+    })
 }
 
 /// albedo's `/reflect`: the JSON body says what the backend answers.
-fn response_for(req: &Request) -> (u16, Vec<(String, Vec<u8>)>, Vec<u8>) {
+type Response = (u16, Vec<(String, Vec<u8>)>, Vec<u8>);
+
+fn response_for(req: &Request) -> Response {
     let mut headers = Vec::new();
     let mut status = 200;
     let mut body = Vec::new();
@@ -130,14 +160,19 @@ fn response_for(req: &Request) -> (u16, Vec<(String, Vec<u8>)>, Vec<u8>) {
             }
         }
     }
-    if !headers.iter().any(|(k, _)| k.eq_ignore_ascii_case("content-type")) {
+    if !headers
+        .iter()
+        .any(|(k, _)| k.eq_ignore_ascii_case("content-type"))
+    {
         headers.push(("Content-Type".into(), b"text/plain; charset=utf-8".to_vec()));
     }
     (status, headers, body)
 }
 
 fn ids(v: Option<&Value>) -> Vec<i64> {
-    v.and_then(Value::as_array).map(|a| a.iter().filter_map(Value::as_i64).collect()).unwrap_or_default()
+    v.and_then(Value::as_array)
+        .map(|a| a.iter().filter_map(Value::as_i64).collect())
+        .unwrap_or_default()
 }
 
 enum Outcome {
@@ -151,7 +186,9 @@ fn run_stage(rules: &Arc<RuleSet>, stage: &Value) -> (bool, Outcome) {
     let output = stage.get("output").cloned().unwrap_or(Value::Null);
     let log = output.get("log").cloned().unwrap_or(Value::Null);
     let expect = ids(log.get("expect_ids").or_else(|| output.get("expect_ids")));
-    let no_expect = ids(log.get("no_expect_ids").or_else(|| output.get("no_expect_ids")));
+    let no_expect = ids(log
+        .get("no_expect_ids")
+        .or_else(|| output.get("no_expect_ids")));
     let match_regex = log.get("match_regex").and_then(Value::as_str);
     let positive = !expect.is_empty() || match_regex.is_some();
     if expect.is_empty() && no_expect.is_empty() && match_regex.is_none() {
@@ -164,7 +201,12 @@ fn run_stage(rules: &Arc<RuleSet>, stage: &Value) -> (bool, Outcome) {
     }
     let req = match build_request(&input) {
         Ok(r) => r,
-        Err(e) => return (positive, Outcome::Skip(format!("request not buildable: {e}"))),
+        Err(e) => {
+            return (
+                positive,
+                Outcome::Skip(format!("request not buildable: {e}")),
+            )
+        }
     };
     let mut tx = Transaction::new(Arc::clone(rules), "127.0.0.1", "ftw");
     tx.process_request_line(&req.method, &req.uri, &req.version);
@@ -185,9 +227,22 @@ fn run_stage(rules: &Arc<RuleSet>, stage: &Value) -> (bool, Outcome) {
     }
     tx.process_response_body();
     tx.process_logging();
-    let logged: Vec<i64> = tx.matched_rules().iter().filter(|m| m.logged).map(|m| m.id).collect();
-    let missing: Vec<i64> = expect.iter().copied().filter(|id| !logged.contains(id)).collect();
-    let unwanted: Vec<i64> = no_expect.iter().copied().filter(|id| logged.contains(id)).collect();
+    let logged: Vec<i64> = tx
+        .matched_rules()
+        .iter()
+        .filter(|m| m.logged)
+        .map(|m| m.id)
+        .collect();
+    let missing: Vec<i64> = expect
+        .iter()
+        .copied()
+        .filter(|id| !logged.contains(id))
+        .collect();
+    let unwanted: Vec<i64> = no_expect
+        .iter()
+        .copied()
+        .filter(|id| logged.contains(id))
+        .collect();
     let mut problems = Vec::new();
     if !missing.is_empty() {
         problems.push(format!("expected {missing:?} not logged"));
@@ -197,7 +252,11 @@ fn run_stage(rules: &Arc<RuleSet>, stage: &Value) -> (bool, Outcome) {
     }
     if let Some(re) = match_regex {
         if let Ok(re) = regex::Regex::new(re) {
-            if !tx.matched_rules().iter().any(|m| m.logged && re.is_match(&m.log_line)) {
+            if !tx
+                .matched_rules()
+                .iter()
+                .any(|m| m.logged && re.is_match(&m.log_line))
+            {
                 problems.push(format!("no log line matches {re}"));
             }
         }
@@ -205,7 +264,10 @@ fn run_stage(rules: &Arc<RuleSet>, stage: &Value) -> (bool, Outcome) {
     if problems.is_empty() {
         (positive, Outcome::Pass)
     } else {
-        (positive, Outcome::Fail(format!("{} (logged {logged:?})", problems.join("; "))))
+        (
+            positive,
+            Outcome::Fail(format!("{} (logged {logged:?})", problems.join("; "))),
+        )
     }
 }
 
@@ -245,7 +307,13 @@ impl Counts {
     fn line(&self) -> String {
         format!(
             "{} passed, {} failed, {} skipped (positive {}/{}, negative {}/{})",
-            self.passed, self.failed, self.skipped, self.pos_passed, self.pos_total, self.neg_passed, self.neg_total
+            self.passed,
+            self.failed,
+            self.skipped,
+            self.pos_passed,
+            self.pos_total,
+            self.neg_passed,
+            self.neg_total
         )
     }
 }
@@ -255,7 +323,10 @@ fn crs_regression_corpus() {
     let dir = corpus_dir();
     if !dir.is_dir() {
         if std::env::var_os("HOIST_SKIP_CRS_TESTS").is_some_and(|v| v == "1") {
-            eprintln!("crs: corpus {} missing, skipped (HOIST_SKIP_CRS_TESTS=1)", dir.display());
+            eprintln!(
+                "crs: corpus {} missing, skipped (HOIST_SKIP_CRS_TESTS=1)",
+                dir.display()
+            );
             return;
         }
         panic!(
@@ -278,16 +349,31 @@ fn crs_regression_corpus() {
     let mut families: BTreeMap<String, Counts> = BTreeMap::new();
     let mut skips: BTreeMap<String, Vec<String>> = BTreeMap::new();
     let mut failures = Vec::new();
-    let mut family_dirs: Vec<PathBuf> =
-        std::fs::read_dir(&dir).into_iter().flatten().flatten().map(|e| e.path()).filter(|p| p.is_dir()).collect();
+    let mut family_dirs: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.is_dir())
+        .collect();
     family_dirs.sort();
     for family_dir in family_dirs {
-        let family = family_dir.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
-        let mut files: Vec<PathBuf> =
-            std::fs::read_dir(&family_dir).into_iter().flatten().flatten().map(|e| e.path()).collect();
+        let family = family_dir
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        let mut files: Vec<PathBuf> = std::fs::read_dir(&family_dir)
+            .into_iter()
+            .flatten()
+            .flatten()
+            .map(|e| e.path())
+            .collect();
         files.sort();
         for file in files {
-            let name = file.file_stem().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+            let name = file
+                .file_stem()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_default();
             if only.as_deref().is_some_and(|o| !name.starts_with(o)) {
                 continue;
             }
@@ -295,21 +381,40 @@ fn crs_regression_corpus() {
             let doc: Value = match serde_saphyr::from_str(&text) {
                 Ok(d) => d,
                 Err(e) => {
-                    skips.entry(format!("YAML not readable: {e}")).or_default().push(name.clone());
+                    skips
+                        .entry(format!("YAML not readable: {e}"))
+                        .or_default()
+                        .push(name.clone());
                     continue;
                 }
             };
-            let tests = doc.get("tests").and_then(Value::as_array).cloned().unwrap_or_default();
+            let tests = doc
+                .get("tests")
+                .and_then(Value::as_array)
+                .cloned()
+                .unwrap_or_default();
             for (index, test) in tests.iter().enumerate() {
-                let test_id = test.get("test_id").map(as_text).unwrap_or_else(|| (index + 1).to_string());
+                let test_id = test
+                    .get("test_id")
+                    .map(as_text)
+                    .unwrap_or_else(|| (index + 1).to_string());
                 let label = format!("{name}-{test_id}");
-                let stages = test.get("stages").and_then(Value::as_array).cloned().unwrap_or_default();
+                let stages = test
+                    .get("stages")
+                    .and_then(Value::as_array)
+                    .cloned()
+                    .unwrap_or_default();
                 for stage in &stages {
                     let (positive, outcome) = run_stage(&rules, stage);
                     total.add(positive, &outcome);
-                    families.entry(family.clone()).or_default().add(positive, &outcome);
+                    families
+                        .entry(family.clone())
+                        .or_default()
+                        .add(positive, &outcome);
                     match &outcome {
-                        Outcome::Skip(why) => skips.entry(why.clone()).or_default().push(label.clone()),
+                        Outcome::Skip(why) => {
+                            skips.entry(why.clone()).or_default().push(label.clone())
+                        }
                         Outcome::Fail(why) => failures.push(format!("{label}: {why}")),
                         Outcome::Pass => {}
                     }
