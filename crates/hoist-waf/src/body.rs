@@ -277,7 +277,7 @@ pub fn parse_xml(body: &[u8]) -> Result<Xml, String> {
                 .map_or(body.len(), |p| i + p);
             let text = body[i..end].trim_ascii();
             if !text.is_empty() {
-                x.texts.push(text.to_vec());
+                x.texts.push(unescape(text));
             }
             i = end;
         }
@@ -286,6 +286,15 @@ pub fn parse_xml(body: &[u8]) -> Result<Xml, String> {
         return Err("XML: unbalanced elements".into());
     }
     Ok(x)
+}
+
+/// XML entity references (`&quot;`, `&#60;`) as a parser delivers them to XPath.
+fn unescape(raw: &[u8]) -> Vec<u8> {
+    if raw.contains(&b'&') {
+        crate::transforms::Transform::HtmlEntityDecode.apply(raw)
+    } else {
+        raw.to_vec()
+    }
 }
 
 fn attributes(tag: &[u8], out: &mut Vec<Vec<u8>>) {
@@ -300,7 +309,7 @@ fn attributes(tag: &[u8], out: &mut Vec<Vec<u8>>) {
                 let quote = tag[q];
                 if quote == b'"' || quote == b'\'' {
                     if let Some(len) = tag[q + 1..].iter().position(|&b| b == quote) {
-                        out.push(tag[q + 1..q + 1 + len].to_vec());
+                        out.push(unescape(&tag[q + 1..q + 1 + len]));
                         i = q + 2 + len;
                         continue;
                     }

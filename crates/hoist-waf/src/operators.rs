@@ -23,6 +23,7 @@ pub enum Pattern {
 impl Pattern {
     /// PCRE as ModSecurity runs it: DOTALL, byte-oriented (no UTF mode) where possible.
     pub fn compile(pattern: &str) -> Result<Pattern, String> {
+        let pattern = &braced_hex_to_bytes(pattern);
         if let Ok(re) = regex::bytes::Regex::new(&format!("(?s-u){pattern}")) {
             return Ok(Pattern::Bytes(re));
         }
@@ -78,6 +79,43 @@ impl Pattern {
             }
         }
     }
+}
+
+/// PCRE without UTF mode reads `\x{e2}` as the byte 0xe2; the regex crate reads it as the
+/// code point U+00E2 even with Unicode off. CRS spells UTF-8 sequences byte by byte that way,
+/// so two-digit braced escapes become `\xe2`, which the regex crate does read as a byte.
+fn braced_hex_to_bytes(pattern: &str) -> String {
+    let b = pattern.as_bytes();
+    let mut out = String::with_capacity(pattern.len());
+    let mut i = 0;
+    let mut copied = 0;
+    while i < b.len() {
+        if b[i] != b'\\' {
+            i += 1;
+            continue;
+        }
+        if b.get(i + 1) == Some(&b'x') && b.get(i + 2) == Some(&b'{') {
+            let digits = b[i + 3..]
+                .iter()
+                .take_while(|c| c.is_ascii_hexdigit())
+                .count();
+            if (1..=2).contains(&digits) && b.get(i + 3 + digits) == Some(&b'}') {
+                out.push_str(&pattern[copied..i]);
+                out.push_str("\\x");
+                if digits == 1 {
+                    out.push('0');
+                }
+                out.push_str(&pattern[i + 3..i + 3 + digits]);
+                i += 4 + digits;
+                copied = i;
+                continue;
+            }
+        }
+        // Skip the escaped character, so `\\x{..}` (a literal backslash) is left alone.
+        i += 2;
+    }
+    out.push_str(pattern.get(copied..).unwrap_or(""));
+    out
 }
 
 #[derive(Debug)]

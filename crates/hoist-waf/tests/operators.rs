@@ -143,3 +143,11 @@ fn trivial_and_unknown() {
     assert!(!hit("@noMatch", b"x"));
     assert!(Operator::parse("@bogus x", Path::new(".")).is_err());
 }
+
+#[test]
+fn rx_hex_escapes_are_bytes_as_in_pcre() {
+    // CRS 942432: `\x{e2}\x80[\x98\x99]` is the UTF-8 encoding of U+2019, byte by byte.
+    let spec = "@rx ((?:(?:[!-\\+\\-:->@\\[\\]\\^`\\{-~]|\\x{c2}\\x{b4}|\\x{e2}\\x80[\\x98\\x99])[^!-\\+\\-:->@\\[\\]\\^`\\{-~]*?){2})";
+    assert!(hit(spec, "\u{2019} #".as_bytes()));
+    assert!(!hit(spec, b"plain words"));
+}
