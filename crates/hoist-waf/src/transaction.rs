@@ -628,6 +628,16 @@ impl Transaction {
         &self.uri
     }
 
+    /// Whether phase 2 wants the request body (SecRequestBodyAccess, or ctl:requestBodyAccess).
+    pub fn request_body_access(&self) -> bool {
+        self.request_body_access
+    }
+
+    /// SecRequestBodyLimit: how much body a proxy should buffer for `append_request_body`.
+    pub fn request_body_limit(&self) -> usize {
+        self.rules.request_body_limit
+    }
+
     /// Whether the body was cut at SecRequestBodyLimit.
     pub fn request_body_truncated(&self) -> bool {
         self.request_body_truncated
