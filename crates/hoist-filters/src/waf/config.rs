@@ -86,13 +86,20 @@ fn decode_directives(m: &mut Message<'_>) -> Result<WafConfig, ConfigError> {
             per_authority.insert(authority.to_string(), rules.clone());
         }
     }
-    Ok(WafConfig { default, per_authority })
+    Ok(WafConfig {
+        default,
+        per_authority,
+    })
 }
 
 /// One directive per entry, as Coraza takes them. Relative `Include` paths are resolved from
 /// the working directory; Coraza's embedded `@owasp_crs` aliases do not exist here.
 fn compile(lines: &[String], path: &str) -> Result<RuleSet, String> {
-    if let Some(alias) = lines.iter().find(|l| l.split_whitespace().nth(1).is_some_and(|a| a.starts_with('@'))) {
+    if let Some(alias) = lines.iter().find(|l| {
+        l.split_whitespace()
+            .nth(1)
+            .is_some_and(|a| a.starts_with('@'))
+    }) {
         return Err(format!(
             "\"{alias}\": Coraza's embedded rule aliases are not available in hoist; Include the rule files by path"
         ));
@@ -106,7 +113,11 @@ fn compile(lines: &[String], path: &str) -> Result<RuleSet, String> {
         line += l.lines().count().max(1);
     }
     let cwd = std::env::current_dir().unwrap_or_default();
-    let origin = cwd.join(Path::new(&format!("{path}.conf")).file_name().unwrap_or_default());
+    let origin = cwd.join(
+        Path::new(&format!("{path}.conf"))
+            .file_name()
+            .unwrap_or_default(),
+    );
     RuleSet::from_str(&text, &origin).map_err(|e| {
         // The origin is synthetic: name the directive by its index instead of a file line.
         if e.file == origin {

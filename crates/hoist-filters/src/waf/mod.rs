@@ -103,7 +103,8 @@ impl Worker {
 
 pub struct Filter<'w> {
     worker: &'w Worker,
-    tx: Option<Transaction>,
+    /// Boxed: a transaction is large and the chain's stream enum holds every filter inline.
+    tx: Option<Box<Transaction>>,
     interrupted: Option<Interruption>,
     elapsed_ns: u64,
 }
@@ -159,7 +160,11 @@ impl Filter<'_> {
 
 fn reply_for(i: &Interruption) -> LocalReply {
     let mut reply = LocalReply::new(i.status, Bytes::new(), "waf_interrupted");
-    if let Some(location) = i.redirect.as_deref().and_then(|l| HeaderValue::from_str(l).ok()) {
+    if let Some(location) = i
+        .redirect
+        .as_deref()
+        .and_then(|l| HeaderValue::from_str(l).ok())
+    {
         reply.headers.insert(http::header::LOCATION, location);
     }
     reply
@@ -187,13 +192,13 @@ impl HttpFilter for Filter<'_> {
         for (name, value) in &head.headers {
             tx.add_request_header(name.as_str(), value.as_bytes());
         }
-        self.tx = Some(tx);
+        self.tx = Some(Box::new(tx));
         let status = self.step(|tx| tx.process_request_headers().cloned());
         if !matches!(status, FilterStatus::Continue) {
             return status;
         }
         // Phase 1 may have switched body access (ctl:requestBodyAccess).
-        let body_access = self.tx.as_ref().is_some_and(Transaction::request_body_access);
+        let body_access = self.tx.as_ref().is_some_and(|tx| tx.request_body_access());
         if end_stream || !body_access {
             return self.step(|tx| tx.process_request_body().cloned());
         }
@@ -213,7 +218,11 @@ impl HttpFilter for Filter<'_> {
         })
     }
 
-    fn encode_headers(&mut self, head: &mut ResponseHead, _cx: &mut StreamContext<'_>) -> FilterStatus {
+    fn encode_headers(
+        &mut self,
+        head: &mut ResponseHead,
+        _cx: &mut StreamContext<'_>,
+    ) -> FilterStatus {
         if self.interrupted.is_some() {
             // Our own local reply going out: nothing to inspect.
             return FilterStatus::Continue;
@@ -228,7 +237,7 @@ impl HttpFilter for Filter<'_> {
     }
 
     fn wants_response_body(&self) -> bool {
-        self.tx.as_ref().is_some_and(Transaction::wants_response_body)
+        self.tx.as_ref().is_some_and(|tx| tx.wants_response_body())
     }
 
     fn encode_data(&mut self, body: &[u8], _cx: &mut StreamContext<'_>) -> FilterStatus {
