@@ -94,9 +94,11 @@ impl Transaction {
                 .request_body_visible
                 .then_some(Cow::Borrowed(self.request_body.as_slice())),
             RequestBodyLength => n(self.request_body.len()),
-            ReqbodyProcessor => self
-                .body_processor
-                .map(|p| Cow::Borrowed(p.as_str().as_bytes())),
+            ReqbodyProcessor => {
+                // Empty rather than absent without a processor, so `!@rx` rules (CRS 901340)
+                // see it.
+                s(self.body_processor.map_or("", |p| p.as_str()))
+            }
             ReqbodyError => s(if self.reqbody_error.is_some() {
                 "1"
             } else {

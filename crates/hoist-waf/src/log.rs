@@ -6,8 +6,21 @@ use crate::rules::Rule;
 use crate::transaction::{Interruption, Transaction};
 use std::fmt::Write;
 
+/// ModSecurity's log escaping: quotes and backslashes escaped, control bytes as `\xHH`, so a
+/// log entry stays on one line whatever the request carried.
 fn escape(s: &str) -> String {
-    s.replace('\\', "\\\\").replace('"', "\\\"")
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            c if c.is_control() && (c as u32) < 0x80 => {
+                let _ = write!(out, "\\x{:02x}", c as u32);
+            }
+            c => out.push(c),
+        }
+    }
+    out
 }
 
 pub(crate) fn format(

@@ -257,7 +257,9 @@ impl Operator {
             Operator::Gt(m) => atoi(input) > num(m),
             Operator::Lt(m) => atoi(input) < num(m),
             Operator::Le(m) => atoi(input) <= num(m),
-            Operator::Within(m) => contains(&arg(m), input),
+            // ModSecurity: an empty value is within nothing (so `!@within` flags an empty
+            // REQUEST_PROTOCOL, as CRS 920430 expects).
+            Operator::Within(m) => !input.is_empty() && contains(&arg(m), input),
             Operator::Contains(m) => contains(input, &arg(m)),
             Operator::ContainsWord(m) => contains_word(input, &arg(m)),
             Operator::BeginsWith(m) => input.starts_with(&arg(m)),

@@ -192,8 +192,12 @@ impl Transaction {
             .map(|(_, v)| v.as_slice())
     }
 
-    /// Phase 1.
+    /// Phase 1. As in ModSecurity, REQBODY_PROCESSOR is already known here (from the
+    /// Content-Type) so phase-1 rules can test it; `ctl:requestBodyProcessor` overrides it.
     pub fn process_request_headers(&mut self) -> Option<&Interruption> {
+        if self.body_processor.is_none() {
+            self.body_processor = self.processor_for_content_type();
+        }
         self.run_phase(1);
         self.interruption.as_ref()
     }
@@ -234,18 +238,24 @@ impl Transaction {
         self.interruption.as_ref()
     }
 
+    fn processor_for_content_type(&self) -> Option<BodyProcessor> {
+        let lower = self.request_header("content-type")?.to_ascii_lowercase();
+        if lower.starts_with(b"application/x-www-form-urlencoded") {
+            Some(BodyProcessor::UrlEncoded)
+        } else if lower.starts_with(b"multipart/form-data") {
+            Some(BodyProcessor::Multipart)
+        } else {
+            None
+        }
+    }
+
     fn parse_request_body(&mut self) {
         let content_type = self
             .request_header("content-type")
             .map(|v| String::from_utf8_lossy(v).into_owned())
             .unwrap_or_default();
         if self.body_processor.is_none() {
-            let lower = content_type.to_ascii_lowercase();
-            if lower.starts_with("application/x-www-form-urlencoded") {
-                self.body_processor = Some(BodyProcessor::UrlEncoded);
-            } else if lower.starts_with("multipart/form-data") {
-                self.body_processor = Some(BodyProcessor::Multipart);
-            }
+            self.body_processor = self.processor_for_content_type();
         }
         let body = std::mem::take(&mut self.request_body);
         match self.body_processor {
