@@ -228,6 +228,8 @@ impl Transaction {
                     });
                 }
             }
+            // `!REQUEST_FILENAME` (or a ctl removing it) drops a scalar target entirely.
+            _ if excluded("") => {}
             _ => {
                 if let Some(value) = self.scalar(var) {
                     out.push(Item {
