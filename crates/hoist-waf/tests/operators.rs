@@ -84,7 +84,10 @@ fn string_comparisons_with_macros() {
     assert!(!hit("!@endsWith lo", b"hello"));
     assert!(hit("@within GET HEAD POST", b"HEAD"));
     assert!(!hit("@within GET POST", b"PUT"));
-    assert!(!hit("@within GET POST", b""), "an empty value is within nothing");
+    assert!(
+        !hit("@within GET POST", b""),
+        "an empty value is within nothing"
+    );
     assert!(hit("@containsWord select", b"1 select 2"));
     assert!(!hit("@containsWord select", b"selected"));
 }
