@@ -473,6 +473,9 @@ impl Transaction {
                 hit = self.check(rule, &value, want_captures.then_some(&mut captures));
             }
             for t in &rule.transforms {
+                if t.is_noop_for(&value) {
+                    continue;
+                }
                 value = Cow::Owned(t.apply(&value));
                 if rule.actions.multi_match && !hit {
                     hit = self.check(rule, &value, want_captures.then_some(&mut captures));

@@ -78,6 +78,36 @@ impl Transform {
         }))
     }
 
+    /// True when `apply` would return the input unchanged: lets the engine skip the copy, as
+    /// most values in most rules hold nothing to decode.
+    pub fn is_noop_for(self, input: &[u8]) -> bool {
+        use Transform::*;
+        let has = |b: u8| input.contains(&b);
+        match self {
+            Lowercase => !input.iter().any(u8::is_ascii_uppercase),
+            Uppercase => !input.iter().any(u8::is_ascii_lowercase),
+            UrlDecode | UrlDecodeUni => !has(b'%') && !has(b'+'),
+            HtmlEntityDecode => !has(b'&'),
+            JsDecode | CssDecode | EscapeSeqDecode => !has(b'\\'),
+            Utf8ToUnicode => input.is_ascii(),
+            RemoveNulls | ReplaceNulls => !has(0),
+            RemoveWhitespace => !input.iter().any(|&b| is_space(b)),
+            CompressWhitespace => {
+                !input.iter().any(|&b| is_space(b) && b != b' ')
+                    && !input.windows(2).any(|w| w == b"  ")
+            }
+            ReplaceComments => find(input, b"/*").is_none(),
+            RemoveCommentsChar => !input.iter().any(|b| matches!(b, b'/' | b'*' | b'-' | b'#')),
+            NormalisePath => !has(b'.') && find(input, b"//").is_none(),
+            NormalisePathWin => !has(b'.') && !has(b'\\') && find(input, b"//").is_none(),
+            Trim | TrimLeft | TrimRight => {
+                input.first().is_none_or(|&b| !is_space(b))
+                    && input.last().is_none_or(|&b| !is_space(b))
+            }
+            _ => false,
+        }
+    }
+
     pub fn apply(self, input: &[u8]) -> Vec<u8> {
         use Transform::*;
         match self {

@@ -2,11 +2,48 @@
 
 use hoist_waf::transforms::Transform;
 
+/// Applies a transformation, checking on the way that the engine's no-op shortcut never
+/// claims "unchanged" for an input the transformation changes.
 fn t(name: &str, input: &[u8]) -> Vec<u8> {
     match Transform::parse(name) {
-        Ok(Some(tr)) => tr.apply(input),
+        Ok(Some(tr)) => {
+            let out = tr.apply(input);
+            if tr.is_noop_for(input) {
+                assert_eq!(out, input, "{name}: is_noop_for lied");
+            }
+            out
+        }
         other => panic!("{name}: {other:?}"),
     }
+}
+
+#[test]
+fn noop_shortcut_holds_for_plain_values() {
+    let names = [
+        "lowercase",
+        "urlDecodeUni",
+        "htmlEntityDecode",
+        "jsDecode",
+        "cssDecode",
+        "utf8toUnicode",
+        "removeNulls",
+        "removeWhitespace",
+        "compressWhitespace",
+        "replaceComments",
+        "removeCommentsChar",
+        "normalisePath",
+        "normalisePathWin",
+        "trim",
+    ];
+    for name in names {
+        for input in [&b"plain value 42"[..], b"", b" padded ", b"a/b/c", b"x  y"] {
+            t(name, input);
+        }
+    }
+    let Ok(Some(lower)) = Transform::parse("lowercase") else {
+        panic!("lowercase")
+    };
+    assert!(lower.is_noop_for(b"abc") && !lower.is_noop_for(b"aBc"));
 }
 
 #[test]
