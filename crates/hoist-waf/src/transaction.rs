@@ -26,7 +26,8 @@ pub struct Interruption {
 pub struct MatchedRule {
     pub id: i64,
     pub phase: u8,
-    /// false for `nolog` rules: they matched but are not written to the log.
+    /// false for `nolog` rules: they matched but are not written to the log (and have no
+    /// message, data or log line).
     pub logged: bool,
     pub message: String,
     pub data: String,
@@ -517,18 +518,14 @@ impl Transaction {
     }
 
     fn on_match(&mut self, head: &Rule, phase: u8) {
-        let message = head
-            .actions
-            .msg
-            .as_ref()
-            .map(|m| self.expand(m).into_owned())
-            .unwrap_or_default();
-        let data = head
-            .actions
-            .logdata
-            .as_ref()
-            .map(|m| self.expand(m).into_owned())
-            .unwrap_or_default();
+        // nolog rules (CRS's bookkeeping, dozens per request) get no message or log line:
+        // formatting them would be most of the matching cost.
+        let expand = |m: &Option<Macro>| match m {
+            Some(m) if head.log => self.expand(m).into_owned(),
+            _ => String::new(),
+        };
+        let message = expand(&head.actions.msg);
+        let data = expand(&head.actions.logdata);
         let disruptive = match &head.disruptive {
             Disruptive::Block => self.rules.default_disruptive[usize::from(phase - 1)].clone(),
             d => d.clone(),
@@ -560,14 +557,18 @@ impl Transaction {
             Disruptive::Pass | Disruptive::Block => {}
         }
         let enforce = self.engine == EngineMode::On;
-        let log_line = crate::log::format(
-            self,
-            head,
-            phase,
-            &message,
-            &data,
-            interruption.as_ref().filter(|_| enforce),
-        );
+        let log_line = if head.log {
+            crate::log::format(
+                self,
+                head,
+                phase,
+                &message,
+                &data,
+                interruption.as_ref().filter(|_| enforce),
+            )
+        } else {
+            String::new()
+        };
         self.matched.push(MatchedRule {
             id: head.id,
             phase,

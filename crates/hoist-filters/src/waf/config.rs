@@ -128,3 +128,97 @@ fn compile(lines: &[String], path: &str) -> Result<RuleSet, String> {
         }
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn raw(type_name: &str, value: serde_json::Value) -> RawTypedConfig {
+        RawTypedConfig {
+            type_url: format!("type.googleapis.com/{type_name}"),
+            value,
+            yaml_path: "f.typed_config".into(),
+        }
+    }
+
+    fn coraza(json: serde_json::Value) -> RawTypedConfig {
+        raw(
+            WASM_TYPE_NAME,
+            json!({"config": {
+                "name": "coraza-filter", "root_id": "",
+                "vm_config": {"runtime": "envoy.wasm.runtime.v8", "code": {"local": {"filename": "x.wasm"}}},
+                "configuration": {"@type": "type.googleapis.com/google.protobuf.StringValue", "value": json.to_string()}
+            }}),
+        )
+    }
+
+    fn err(r: Result<WafConfig, ConfigError>) -> String {
+        match r {
+            Ok(_) => panic!("expected an error"),
+            Err(e) => format!("{}: {}", e.path, e.message),
+        }
+    }
+
+    #[test]
+    fn coraza_wasm_shape_loads_with_per_authority_sets() {
+        let c = WafConfig::decode(&coraza(json!({
+            "directives_map": {
+                "strict": ["SecRuleEngine On", "SecRule ARGS \"@rx x\" \"id:1,deny\""],
+                "off": ["SecRuleEngine Off"]
+            },
+            "default_directives": "strict",
+            "per_authority_directives": {"legacy.example.com": "off"}
+        })))
+        .expect("loads");
+        assert_eq!(c.default.rule_count(), 1);
+        assert_eq!(
+            c.per_authority
+                .get("legacy.example.com")
+                .map(|r| r.rule_count()),
+            Some(0)
+        );
+    }
+
+    #[test]
+    fn native_shape_takes_the_json_as_its_body() {
+        let c = WafConfig::decode(&raw(
+            NATIVE_TYPE_NAME,
+            json!({"directives_map": {"d": ["SecAction \"id:5,pass\""]}, "default_directives": "d"}),
+        ))
+        .expect("loads");
+        assert_eq!(c.default.rule_count(), 1);
+        let e = err(WafConfig::decode(&raw(
+            NATIVE_TYPE_NAME,
+            json!({"directives_map": {"d": []}, "default_directives": "d", "extra": 1}),
+        )));
+        assert!(e.contains("extra"), "{e}");
+    }
+
+    #[test]
+    fn faults_name_their_place() {
+        let e = err(WafConfig::decode(&coraza(
+            json!({"directives_map": {"d": []}, "default_directives": "nope"}),
+        )));
+        assert!(
+            e.contains("default_directives \"nope\" is not a key"),
+            "{e}"
+        );
+        let e = err(WafConfig::decode(&coraza(json!({
+            "directives_map": {"d": ["SecRuleEngine On", "SecRule ARGS \"@bogus\" \"id:1\""]},
+            "default_directives": "d"
+        }))));
+        assert!(
+            e.contains("directives_map.d") && e.contains("[1]: unsupported operator @bogus"),
+            "{e}"
+        );
+        let e = err(WafConfig::decode(&coraza(json!({
+            "directives_map": {"d": ["Include @owasp_crs/*.conf"]}, "default_directives": "d"
+        }))));
+        assert!(e.contains("Include the rule files by path"), "{e}");
+        let mut bad = coraza(json!({"directives_map": {"d": []}, "default_directives": "d"}));
+        bad.value["config"]["configuration"]["@type"] =
+            json!("type.googleapis.com/google.protobuf.Struct");
+        assert!(err(WafConfig::decode(&bad)).contains("StringValue"));
+    }
+}
