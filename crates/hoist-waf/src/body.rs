@@ -1,7 +1,7 @@
 //! Request body processors: urlencoded, multipart, JSON and XML, each turning the buffered
 //! body into the variables rules inspect. Malformed bodies set REQBODY_ERROR, never panic.
 
-use crate::transforms::url_decode;
+use crate::decode::url_decode;
 
 pub type Pairs = Vec<(String, Vec<u8>)>;
 

@@ -17,7 +17,9 @@
 pub mod actions;
 mod body;
 mod collections;
+mod decode;
 pub mod error;
+mod eval;
 mod log;
 pub mod macros;
 pub mod operators;
