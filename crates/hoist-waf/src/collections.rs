@@ -263,6 +263,14 @@ impl Transaction {
                 _ => Vec::new(),
             });
         }
+        if var == VarName::Tx {
+            // The hot case (scores, paranoia levels): a direct lookup, keys already folded.
+            let value = key.and_then(|k| match self.tx.get(k) {
+                Some(v) => Some(v),
+                None => self.tx.get(&k.to_ascii_lowercase()),
+            });
+            return Cow::Borrowed(value.map_or(&b""[..], Vec::as_slice));
+        }
         let target = Target {
             var,
             selector: key.map_or(Selector::All, |k| Selector::Key(k.to_string())),

@@ -35,6 +35,11 @@ impl Macro {
                     if !literal.is_empty() {
                         parts.push(Part::Literal(std::mem::take(&mut literal)));
                     }
+                    // TX keys are stored lower-case: fold once here, not per expansion.
+                    let key = match var {
+                        VarName::Tx => key.map(|k| k.to_ascii_lowercase()),
+                        _ => key,
+                    };
                     parts.push(Part::Var(var, key));
                 }
                 // Unknown macros stay as written, as ModSecurity leaves them.
