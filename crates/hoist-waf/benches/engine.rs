@@ -1,7 +1,7 @@
 //! Engine CPU per request with the full CRS at paranoia level 1 (the budgets: a 1 KB
 //! browser GET ≤ 50 µs, a 10 KB urlencoded POST ≤ 200 µs). `cargo bench -p hoist-waf`
 //! measures (release build, one thread); under `cargo test` it runs each case once as a smoke
-//! test. The CRS comes from `HOIST_CRS`, else `../shared/crs` next to the workspace.
+//! test. The CRS comes from `HOIST_CRS_DIR`, else `../shared/crs` next to the workspace.
 
 use hoist_waf::{RuleSet, Transaction};
 use std::path::{Path, PathBuf};
@@ -9,7 +9,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 fn crs_dir() -> PathBuf {
-    match std::env::var_os("HOIST_CRS") {
+    match std::env::var_os("HOIST_CRS_DIR") {
         Some(d) => PathBuf::from(d),
         None => Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/crs"),
     }
@@ -103,7 +103,7 @@ fn main() {
     let crs = crs_dir();
     if !crs.join("rules").is_dir() {
         println!(
-            "engine bench: no CRS at {} (set HOIST_CRS); skipped",
+            "engine bench: no CRS at {} (set HOIST_CRS_DIR); skipped",
             crs.display()
         );
         return;

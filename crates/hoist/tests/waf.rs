@@ -3,7 +3,7 @@
 //! and answers 403 to CRS attack payloads; the native filter name takes the same JSON; bad
 //! directives are refused at load with the YAML path.
 //!
-//! The CRS comes from `HOIST_CRS` (a CRS checkout: rules/ and crs-setup.conf.example), else
+//! The CRS comes from `HOIST_CRS_DIR` (a CRS checkout: rules/ and crs-setup.conf.example), else
 //! `../shared/crs` next to the workspace; `HOIST_SKIP_CRS_TESTS=1` skips when it is absent.
 
 // Test code: a failed unwrap is a failed test.
@@ -17,7 +17,7 @@ use std::process::Command;
 use support::*;
 
 fn crs_dir() -> Option<PathBuf> {
-    let dir = match std::env::var_os("HOIST_CRS") {
+    let dir = match std::env::var_os("HOIST_CRS_DIR") {
         Some(d) => PathBuf::from(d),
         None => Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/crs"),
     };
@@ -26,7 +26,7 @@ fn crs_dir() -> Option<PathBuf> {
     }
     assert!(
         std::env::var_os("HOIST_SKIP_CRS_TESTS").is_some_and(|v| v == "1"),
-        "CRS not found at {}: set HOIST_CRS or HOIST_SKIP_CRS_TESTS=1",
+        "CRS not found at {}: set HOIST_CRS_DIR or HOIST_SKIP_CRS_TESTS=1",
         dir.display()
     );
     None
