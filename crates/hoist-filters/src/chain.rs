@@ -22,6 +22,7 @@ use crate::buffer;
 use crate::filter::{FilterStatus, HttpFilter, LocalReply, StreamContext, StreamInfo, StreamState};
 use crate::jwt_authn;
 use crate::local_ratelimit;
+use crate::waf;
 
 /// A per-route configuration as a filter's factory decoded it.
 pub type RouteConfig = Arc<dyn Any + Send + Sync>;
@@ -40,6 +41,7 @@ enum FilterConfig {
     Buffer(Arc<buffer::Config>),
     JwtAuthn(Arc<jwt_authn::Config>),
     LocalRateLimit(Arc<local_ratelimit::Config>),
+    Waf(Arc<waf::Config>),
 }
 
 struct Entry {
@@ -59,6 +61,7 @@ macro_rules! dispatch {
             Self::Buffer($f) => $body,
             Self::JwtAuthn($f) => $body,
             Self::LocalRateLimit($f) => $body,
+            Self::Waf($f) => $body,
         }
     };
 }
@@ -80,6 +83,9 @@ impl FilterChainConfig {
                 local_ratelimit::TYPE_NAME => FilterConfig::LocalRateLimit(Arc::new(
                     local_ratelimit::Config::decode(&f.config, cx)?,
                 )),
+                waf::WASM_TYPE_NAME | waf::NATIVE_TYPE_NAME => {
+                    FilterConfig::Waf(Arc::new(waf::Config::decode(&f.config, cx)?))
+                }
                 other => {
                     return Err(ConfigError::new(
                         f.config.yaml_path.clone(),
@@ -121,6 +127,7 @@ impl FilterChainConfig {
             FilterConfig::Buffer(_) => Arc::new(buffer::RouteConfig::decode(raw)?),
             FilterConfig::JwtAuthn(c) => Arc::new(jwt_authn::RouteConfig::decode(raw, c)?),
             FilterConfig::LocalRateLimit(c) => Arc::new(c.decode_route(raw)?),
+            FilterConfig::Waf(c) => Arc::new(c.decode_route(raw)?),
         };
         Ok(Some((index, config)))
     }
@@ -140,6 +147,7 @@ impl FilterChainConfig {
                 FilterConfig::LocalRateLimit(c) => {
                     WorkerFilter::LocalRateLimit(local_ratelimit::Worker::new(c.clone(), slot))
                 }
+                FilterConfig::Waf(c) => WorkerFilter::Waf(waf::Worker::new(c.clone(), slot)),
             })
             .collect();
         WorkerFilterChain { filters }
@@ -150,6 +158,7 @@ enum WorkerFilter {
     Buffer(buffer::Worker),
     JwtAuthn(jwt_authn::Worker),
     LocalRateLimit(local_ratelimit::Worker),
+    Waf(waf::Worker),
 }
 
 /// One worker's filter chain.
@@ -172,6 +181,7 @@ impl WorkerFilterChain {
                     WorkerFilter::Buffer(w) => StreamFilter::Buffer(w.stream()),
                     WorkerFilter::JwtAuthn(w) => StreamFilter::JwtAuthn(w.stream()),
                     WorkerFilter::LocalRateLimit(w) => StreamFilter::LocalRateLimit(w.stream()),
+                    WorkerFilter::Waf(w) => StreamFilter::Waf(w.stream()),
                 })
                 .collect(),
             resume_at: 0,
@@ -183,6 +193,7 @@ enum StreamFilter<'w> {
     Buffer(buffer::Filter<'w>),
     JwtAuthn(jwt_authn::Filter<'w>),
     LocalRateLimit(local_ratelimit::Filter<'w>),
+    Waf(waf::Filter<'w>),
 }
 
 impl StreamFilter<'_> {

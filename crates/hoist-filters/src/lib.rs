@@ -12,6 +12,7 @@ mod filter;
 mod jwt_authn;
 pub mod local_ratelimit;
 pub mod matcher;
+mod waf;
 
 pub use chain::{
     BuildContext, Decision, FilterChainConfig, RouteConfig, StreamFilters, WorkerFilterChain,

@@ -31,6 +31,17 @@ const FILTERS: &[Kind] = &[
         names: &["envoy.filters.http.local_ratelimit"],
         name_only: false,
     },
+    // The WAF: Coraza's Wasm configuration shape, run natively by hoist-waf.
+    Kind {
+        type_name: "envoy.extensions.filters.http.wasm.v3.Wasm",
+        names: &["envoy.filters.http.wasm"],
+        name_only: false,
+    },
+    Kind {
+        type_name: "hoist.extensions.filters.http.waf.v3.Waf",
+        names: &["hoist.filters.http.waf"],
+        name_only: false,
+    },
 ];
 
 /// The decoded `http_filters`.

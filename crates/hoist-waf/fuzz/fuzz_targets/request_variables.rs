@@ -1,0 +1,62 @@
+//! Arbitrary requests through variable extraction, body processors, transformations and
+//! operators: the input is split into a request line, headers and a body, and run through
+//! rules that read every collection. `cargo fuzz run request_variables` (nightly).
+#![no_main]
+
+use hoist_waf::{RuleSet, Transaction};
+use libfuzzer_sys::fuzz_target;
+use std::path::Path;
+use std::sync::{Arc, OnceLock};
+
+const RULES: &str = r#"
+SecRuleEngine On
+SecRequestBodyAccess On
+SecResponseBodyAccess On
+SecRequestBodyLimit 65536
+SecRule REQUEST_HEADERS:Content-Type "@rx (?i)json" "id:1,phase:1,pass,nolog,ctl:requestBodyProcessor=JSON"
+SecRule REQUEST_HEADERS:Content-Type "@rx (?i)xml" "id:2,phase:1,pass,nolog,ctl:requestBodyProcessor=XML"
+SecRule ARGS|ARGS_NAMES|REQUEST_COOKIES|REQUEST_COOKIES_NAMES|REQUEST_HEADERS|REQUEST_HEADERS_NAMES|FILES|FILES_NAMES|MULTIPART_PART_HEADERS|XML:/*|XML://@* "@rx (?i)(select|script|\.\./)" "id:3,phase:2,pass,capture,multiMatch,t:none,t:urlDecodeUni,t:htmlEntityDecode,t:jsDecode,t:cssDecode,t:utf8toUnicode,t:removeNulls,t:cmdLine,t:normalisePathWin,t:replaceComments,t:compressWhitespace,t:base64Decode,t:escapeSeqDecode,setvar:'tx.hits=+1',setvar:'tx.m_%{MATCHED_VAR_NAME}=%{TX.0}'"
+SecRule REQUEST_URI|REQUEST_URI_RAW|REQUEST_FILENAME|REQUEST_BASENAME|REQUEST_LINE|QUERY_STRING|REQUEST_BODY|REQBODY_ERROR_MSG "@detectSQLi" "id:4,phase:2,pass,t:none,t:urlDecode,t:lowercase"
+SecRule ARGS|REQUEST_BODY "@detectXSS" "id:5,phase:2,pass,t:none,t:urlDecode"
+SecRule &ARGS|ARGS_COMBINED_SIZE|FILES_COMBINED_SIZE|REQUEST_BODY_LENGTH|TX:/^m_/ "@gt 0" "id:6,phase:2,pass,t:none,t:length"
+SecRule REQUEST_HEADERS|ARGS "!@validateByteRange 9,10,13,32-126" "id:7,phase:2,pass,t:none,t:hexEncode,t:sha1"
+SecRule ARGS "@validateUtf8Encoding" "chain,id:8,phase:2,pass"
+    SecRule MATCHED_VARS "@validateUrlEncoding" "t:none"
+SecRule RESPONSE_BODY|RESPONSE_HEADERS "@pm select script" "id:9,phase:4,deny"
+"#;
+
+fn rules() -> Arc<RuleSet> {
+    static RULES_SET: OnceLock<Arc<RuleSet>> = OnceLock::new();
+    RULES_SET
+        .get_or_init(|| match RuleSet::from_str(RULES, Path::new("fuzz.conf")) {
+            Ok(r) => Arc::new(r),
+            Err(e) => panic!("fuzz rules do not load: {e}"),
+        })
+        .clone()
+}
+
+fuzz_target!(|data: &[u8]| {
+    let text = String::from_utf8_lossy(data);
+    let (head, body) = text.split_once("\n\n").unwrap_or((&text, ""));
+    let mut lines = head.lines();
+    let line = lines.next().unwrap_or("");
+    let mut parts = line.splitn(3, ' ');
+    let (method, uri, proto) =
+        (parts.next().unwrap_or(""), parts.next().unwrap_or(""), parts.next().unwrap_or(""));
+    let mut tx = Transaction::new(rules(), "127.0.0.1", "fuzz");
+    tx.process_request_line(method, uri, proto);
+    for l in lines {
+        if let Some((k, v)) = l.split_once(':') {
+            tx.add_request_header(k, v.trim().as_bytes());
+        }
+    }
+    tx.process_request_headers();
+    tx.append_request_body(body.as_bytes());
+    tx.process_request_body();
+    tx.set_response_status(200, "HTTP/1.1");
+    tx.add_response_header("Content-Type", b"text/html");
+    tx.process_response_headers();
+    tx.append_response_body(body.as_bytes());
+    tx.process_response_body();
+    tx.process_logging();
+});

@@ -1,0 +1,287 @@
+//! Variable extraction: a rule target → the (name, value) items it inspects, with selectors
+//! and exclusions applied. Values are borrowed from the transaction wherever possible.
+
+use crate::body::Pairs;
+use crate::transaction::Transaction;
+use crate::variables::{Exclusion, Selector, Target, VarName};
+use std::borrow::Cow;
+
+pub struct Item<'a> {
+    pub var: VarName,
+    pub key: Cow<'a, str>,
+    pub value: Cow<'a, [u8]>,
+}
+
+impl Item<'_> {
+    /// `ARGS:foo` or `REQUEST_URI`, as MATCHED_VAR_NAME and log lines show it.
+    pub fn name(&self) -> String {
+        if self.key.is_empty() && !is_collection(self.var) {
+            self.var.as_str().to_string()
+        } else {
+            format!("{}:{}", self.var.as_str(), self.key)
+        }
+    }
+}
+
+fn is_collection(var: VarName) -> bool {
+    use VarName::*;
+    matches!(
+        var,
+        Args | ArgsGet
+            | ArgsPost
+            | ArgsNames
+            | ArgsGetNames
+            | ArgsPostNames
+            | RequestCookies
+            | RequestCookiesNames
+            | RequestHeaders
+            | RequestHeadersNames
+            | Files
+            | FilesNames
+            | MultipartPartHeaders
+            | Xml
+            | Tx
+            | MatchedVars
+            | MatchedVarsNames
+            | ResponseHeaders
+            | ResponseHeadersNames
+    )
+}
+
+impl Transaction {
+    fn pairs(&self, var: VarName) -> [&Pairs; 2] {
+        use VarName::*;
+        let empty = &self.empty;
+        match var {
+            Args | ArgsNames => [&self.args_get, &self.args_post],
+            ArgsGet | ArgsGetNames => [&self.args_get, empty],
+            ArgsPost | ArgsPostNames => [&self.args_post, empty],
+            RequestCookies | RequestCookiesNames => [&self.cookies, empty],
+            RequestHeaders | RequestHeadersNames => [&self.request_headers, empty],
+            ResponseHeaders | ResponseHeadersNames => [&self.response_headers, empty],
+            Files | FilesNames => [&self.files, empty],
+            MultipartPartHeaders => [&self.multipart_part_headers, empty],
+            MatchedVars | MatchedVarsNames => [&self.matched_vars, empty],
+            _ => [empty, empty],
+        }
+    }
+
+    /// Scalar variables; `None` when unset (so it yields no item at all).
+    pub(crate) fn scalar(&self, var: VarName) -> Option<Cow<'_, [u8]>> {
+        use VarName::*;
+        fn b(v: &[u8]) -> Option<Cow<'_, [u8]>> {
+            Some(Cow::Borrowed(v))
+        }
+        fn s(v: &str) -> Option<Cow<'_, [u8]>> {
+            Some(Cow::Borrowed(v.as_bytes()))
+        }
+        let n = |v: usize| Some(Cow::Owned(v.to_string().into_bytes()));
+        match var {
+            RequestUri => s(&self.uri),
+            RequestUriRaw => s(&self.uri_raw),
+            RequestFilename => s(&self.filename),
+            RequestBasename => {
+                let base = self.filename.rsplit(['/', '\\']).next().unwrap_or("");
+                s(base)
+            }
+            RequestLine => Some(Cow::Owned(
+                format!("{} {} {}", self.method, self.uri_raw, self.protocol).into_bytes(),
+            )),
+            RequestMethod => s(&self.method),
+            RequestProtocol => s(&self.protocol),
+            QueryString => s(&self.query),
+            RequestBody => self
+                .request_body_visible
+                .then_some(Cow::Borrowed(self.request_body.as_slice())),
+            RequestBodyLength => n(self.request_body.len()),
+            ReqbodyProcessor => {
+                // Empty rather than absent without a processor, so `!@rx` rules (CRS 901340)
+                // see it.
+                s(self.body_processor.map_or("", |p| p.as_str()))
+            }
+            ReqbodyError => s(if self.reqbody_error.is_some() {
+                "1"
+            } else {
+                "0"
+            }),
+            ReqbodyErrorMsg => s(self.reqbody_error.as_deref().unwrap_or("")),
+            ArgsCombinedSize => n(self
+                .args_get
+                .iter()
+                .chain(&self.args_post)
+                .map(|(k, v)| k.len() + v.len())
+                .sum()),
+            FilesCombinedSize => n(self.file_sizes.iter().sum()),
+            MultipartStrictError => s(if self.multipart_strict_error {
+                "1"
+            } else {
+                "0"
+            }),
+            MultipartUnmatchedBoundary => s(if self.multipart_unmatched_boundary {
+                "1"
+            } else {
+                "0"
+            }),
+            MatchedVar => self
+                .matched_var
+                .as_ref()
+                .map(|(_, v)| Cow::Borrowed(v.as_slice())),
+            MatchedVarName => self
+                .matched_var
+                .as_ref()
+                .map(|(k, _)| Cow::Borrowed(k.as_bytes())),
+            RemoteAddr => s(&self.remote_addr),
+            UniqueId => s(&self.unique_id),
+            ResponseBody => b(&self.response_body),
+            ResponseStatus => n(usize::from(self.response_status)),
+            ResponseProtocol => s(&self.response_protocol),
+            ResponseContentType => self
+                .response_headers
+                .iter()
+                .find(|(k, _)| k.eq_ignore_ascii_case("content-type"))
+                .map(|(_, v)| Cow::Borrowed(v.as_slice())),
+            _ => None,
+        }
+    }
+
+    /// Appends the items `target` yields, minus `exclusions`.
+    pub(crate) fn collect<'a>(
+        &'a self,
+        target: &Target,
+        exclusions: &[&Exclusion],
+        out: &mut Vec<Item<'a>>,
+    ) {
+        let var = target.var;
+        let excluded = |key: &str| exclusions.iter().any(|e| e.excludes(var, key));
+        let start = out.len();
+        match var {
+            VarName::Tx => {
+                match &target.selector {
+                    Selector::Key(k) => {
+                        let k = k.to_ascii_lowercase();
+                        if let Some(v) = self.tx.get(&k) {
+                            out.push(Item {
+                                var,
+                                key: Cow::Owned(k),
+                                value: Cow::Borrowed(v),
+                            });
+                        }
+                    }
+                    sel => {
+                        for (k, v) in &self.tx {
+                            if sel.matches(k) {
+                                out.push(Item {
+                                    var,
+                                    key: Cow::Borrowed(k),
+                                    value: Cow::Borrowed(v),
+                                });
+                            }
+                        }
+                    }
+                }
+                out.retain(|i| i.var != var || !excluded(&i.key));
+            }
+            VarName::Xml => {
+                let attrs = matches!(&target.selector, Selector::Key(k) if k.contains('@'));
+                let list = if attrs {
+                    &self.xml.attributes
+                } else {
+                    &self.xml.texts
+                };
+                let key: Cow<'a, str> = match &target.selector {
+                    Selector::Key(k) => Cow::Owned(k.clone()),
+                    _ => Cow::Borrowed("/*"),
+                };
+                for v in list {
+                    out.push(Item {
+                        var,
+                        key: key.clone(),
+                        value: Cow::Borrowed(v),
+                    });
+                }
+            }
+            _ if is_collection(var) => {
+                let names = matches!(
+                    var,
+                    VarName::ArgsNames
+                        | VarName::ArgsGetNames
+                        | VarName::ArgsPostNames
+                        | VarName::RequestCookiesNames
+                        | VarName::RequestHeadersNames
+                        | VarName::ResponseHeadersNames
+                        | VarName::FilesNames
+                        | VarName::MatchedVarsNames
+                );
+                for (k, v) in self.pairs(var).into_iter().flatten() {
+                    if !target.selector.matches(k) || excluded(k) {
+                        continue;
+                    }
+                    let value = if names {
+                        Cow::Borrowed(k.as_bytes())
+                    } else {
+                        Cow::Borrowed(v.as_slice())
+                    };
+                    out.push(Item {
+                        var,
+                        key: Cow::Borrowed(k),
+                        value,
+                    });
+                }
+            }
+            // `!REQUEST_FILENAME` (or a ctl removing it) drops a scalar target entirely.
+            _ if excluded("") => {}
+            _ => {
+                if let Some(value) = self.scalar(var) {
+                    out.push(Item {
+                        var,
+                        key: Cow::Borrowed(""),
+                        value,
+                    });
+                }
+            }
+        }
+        if target.count {
+            let count = out.len() - start;
+            out.truncate(start);
+            let key = match &target.selector {
+                Selector::Key(k) => Cow::Owned(k.clone()),
+                _ => Cow::Borrowed(""),
+            };
+            out.push(Item {
+                var,
+                key,
+                value: Cow::Owned(count.to_string().into_bytes()),
+            });
+        }
+    }
+
+    /// The value a macro such as `%{tx.score}` or `%{request_headers.host}` names.
+    pub(crate) fn macro_value(&self, var: VarName, key: Option<&str>) -> Cow<'_, [u8]> {
+        if var == VarName::Rule {
+            return Cow::Owned(match key.map(str::to_ascii_lowercase).as_deref() {
+                Some("id") => self.current_rule_id.to_string().into_bytes(),
+                _ => Vec::new(),
+            });
+        }
+        if var == VarName::Tx {
+            // The hot case (scores, paranoia levels): a direct lookup, keys already folded.
+            let value = key.and_then(|k| match self.tx.get(k) {
+                Some(v) => Some(v),
+                None => self.tx.get(&k.to_ascii_lowercase()),
+            });
+            return Cow::Borrowed(value.map_or(&b""[..], Vec::as_slice));
+        }
+        let target = Target {
+            var,
+            selector: key.map_or(Selector::All, |k| Selector::Key(k.to_string())),
+            count: false,
+        };
+        let mut items = Vec::new();
+        self.collect(&target, &[], &mut items);
+        items
+            .into_iter()
+            .next()
+            .map(|i| i.value)
+            .unwrap_or(Cow::Borrowed(b""))
+    }
+}

@@ -1,0 +1,337 @@
+//! The decoders behind the decoding transformations (URL, HTML entities, JavaScript, CSS, C
+//! escapes, base64, hex). Malformed escapes are left as they are, as ModSecurity does: an
+//! attacker must not be able to hide a payload behind a decoding error.
+
+use crate::transforms::is_space;
+use base64::Engine;
+
+fn hex_val(b: u8) -> Option<u8> {
+    match b {
+        b'0'..=b'9' => Some(b - b'0'),
+        b'a'..=b'f' => Some(b - b'a' + 10),
+        b'A'..=b'F' => Some(b - b'A' + 10),
+        _ => None,
+    }
+}
+
+fn hex2(a: u8, b: u8) -> Option<u8> {
+    Some(hex_val(a)? << 4 | hex_val(b)?)
+}
+
+/// A `%uHHHH`/`\uHHHH` code point reduced to one byte: full-width ASCII (U+FF01..U+FF5E) maps
+/// to its ASCII twin, anything else keeps its low byte, as ModSecurity's default unicode map.
+fn unicode_to_byte(code: u32) -> u8 {
+    if (0xff01..=0xff5e).contains(&code) {
+        (code - 0xfee0) as u8
+    } else {
+        (code & 0xff) as u8
+    }
+}
+
+fn hex4(s: &[u8]) -> Option<u32> {
+    if s.len() < 4 {
+        return None;
+    }
+    s[..4]
+        .iter()
+        .try_fold(0u32, |acc, &b| Some(acc << 4 | u32::from(hex_val(b)?)))
+}
+
+pub fn url_decode(input: &[u8], uni: bool) -> Vec<u8> {
+    let mut out = Vec::with_capacity(input.len());
+    let mut i = 0;
+    while i < input.len() {
+        match input[i] {
+            b'+' => {
+                out.push(b' ');
+                i += 1;
+            }
+            b'%' => {
+                if uni && matches!(input.get(i + 1), Some(b'u' | b'U')) {
+                    if let Some(code) = hex4(&input[(i + 2).min(input.len())..]) {
+                        out.push(unicode_to_byte(code));
+                        i += 6;
+                        continue;
+                    }
+                }
+                match (input.get(i + 1), input.get(i + 2)) {
+                    (Some(&a), Some(&b)) if hex2(a, b).is_some() => {
+                        out.push(hex2(a, b).unwrap_or(0));
+                        i += 3;
+                    }
+                    _ => {
+                        out.push(b'%');
+                        i += 1;
+                    }
+                }
+            }
+            b => {
+                out.push(b);
+                i += 1;
+            }
+        }
+    }
+    out
+}
+
+pub(crate) fn url_encode(input: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(input.len());
+    for &b in input {
+        if b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.' | b'~' | b'*') {
+            out.push(b);
+        } else if b == b' ' {
+            out.push(b'+');
+        } else {
+            out.extend_from_slice(format!("%{b:02x}").as_bytes());
+        }
+    }
+    out
+}
+
+pub(crate) fn html_entity_decode(input: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(input.len());
+    let mut i = 0;
+    while i < input.len() {
+        if input[i] != b'&' {
+            out.push(input[i]);
+            i += 1;
+            continue;
+        }
+        if let Some((byte, used)) = decode_entity(&input[i + 1..]) {
+            out.push(byte);
+            i += 1 + used;
+        } else {
+            out.push(b'&');
+            i += 1;
+        }
+    }
+    out
+}
+
+/// Decodes one entity after `&`; the `;` is optional, as browsers accept it without.
+fn decode_entity(s: &[u8]) -> Option<(u8, usize)> {
+    let semi = |n: usize| if s.get(n) == Some(&b';') { n + 1 } else { n };
+    if s.first() == Some(&b'#') {
+        let (radix, start) = if matches!(s.get(1), Some(b'x' | b'X')) {
+            (16, 2)
+        } else {
+            (10, 1)
+        };
+        let digits = s[start..]
+            .iter()
+            .take_while(|b| (**b as char).is_digit(radix))
+            .count();
+        if digits == 0 {
+            return None;
+        }
+        let text = std::str::from_utf8(&s[start..start + digits]).ok()?;
+        let code = u32::from_str_radix(text, radix).unwrap_or(u32::MAX);
+        return Some((unicode_to_byte(code), semi(start + digits)));
+    }
+    let name_len = s.iter().take_while(|b| b.is_ascii_alphanumeric()).count();
+    let byte = match s[..name_len].to_ascii_lowercase().as_slice() {
+        b"quot" => b'"',
+        b"amp" => b'&',
+        b"lt" => b'<',
+        b"gt" => b'>',
+        b"nbsp" => 0xa0,
+        b"apos" => b'\'',
+        _ => return None,
+    };
+    Some((byte, semi(name_len)))
+}
+
+pub(crate) fn js_decode(input: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(input.len());
+    let mut i = 0;
+    while i < input.len() {
+        if input[i] != b'\\' || i + 1 >= input.len() {
+            out.push(input[i]);
+            i += 1;
+            continue;
+        }
+        let next = input[i + 1];
+        if next == b'u' {
+            if let Some(code) = hex4(&input[i + 2..]) {
+                out.push(unicode_to_byte(code));
+                i += 6;
+                continue;
+            }
+        }
+        if next == b'x' {
+            if let (Some(&a), Some(&b)) = (input.get(i + 2), input.get(i + 3)) {
+                if let Some(v) = hex2(a, b) {
+                    out.push(v);
+                    i += 4;
+                    continue;
+                }
+            }
+        }
+        if (b'0'..=b'7').contains(&next) {
+            let digits = input[i + 1..]
+                .iter()
+                .take(3)
+                .take_while(|b| (b'0'..=b'7').contains(b));
+            let mut n = digits.count();
+            if n == 3 && input[i + 1] > b'3' {
+                n = 2;
+            }
+            let v = input[i + 1..i + 1 + n]
+                .iter()
+                .fold(0u32, |a, &b| a * 8 + u32::from(b - b'0'));
+            out.push(v as u8);
+            i += 1 + n;
+            continue;
+        }
+        out.push(simple_escape(next).unwrap_or(next));
+        i += 2;
+    }
+    out
+}
+
+fn simple_escape(c: u8) -> Option<u8> {
+    Some(match c {
+        b'a' => 0x07,
+        b'b' => 0x08,
+        b'f' => 0x0c,
+        b'n' => b'\n',
+        b'r' => b'\r',
+        b't' => b'\t',
+        b'v' => 0x0b,
+        _ => return None,
+    })
+}
+
+pub(crate) fn css_decode(input: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(input.len());
+    let mut i = 0;
+    while i < input.len() {
+        if input[i] != b'\\' {
+            out.push(input[i]);
+            i += 1;
+            continue;
+        }
+        if i + 1 >= input.len() {
+            // A lone trailing backslash is dropped.
+            i += 1;
+            continue;
+        }
+        let digits = input[i + 1..]
+            .iter()
+            .take(6)
+            .take_while(|b| hex_val(**b).is_some())
+            .count();
+        if digits > 0 {
+            let code = input[i + 1..i + 1 + digits]
+                .iter()
+                .fold(0u32, |a, &b| a << 4 | u32::from(hex_val(b).unwrap_or(0)));
+            out.push(unicode_to_byte(code));
+            i += 1 + digits;
+            // One whitespace after a hex escape terminates it and is consumed.
+            if input.get(i).is_some_and(|b| is_space(*b)) {
+                i += 1;
+            }
+        } else if input[i + 1] == b'\n' {
+            i += 2;
+        } else {
+            out.push(input[i + 1]);
+            i += 2;
+        }
+    }
+    out
+}
+
+pub(crate) fn utf8_to_unicode(input: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(input.len());
+    for chunk in input.utf8_chunks() {
+        for c in chunk.valid().chars() {
+            if c.is_ascii() {
+                out.push(c as u8);
+            } else {
+                out.extend_from_slice(format!("%u{:04x}", c as u32).as_bytes());
+            }
+        }
+        out.extend_from_slice(chunk.invalid());
+    }
+    out
+}
+
+pub(crate) fn escape_seq_decode(input: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(input.len());
+    let mut i = 0;
+    while i < input.len() {
+        if input[i] != b'\\' || i + 1 >= input.len() {
+            out.push(input[i]);
+            i += 1;
+            continue;
+        }
+        let next = input[i + 1];
+        if let Some(v) = simple_escape(next) {
+            out.push(v);
+            i += 2;
+        } else if matches!(next, b'\\' | b'?' | b'\'' | b'"') {
+            out.push(next);
+            i += 2;
+        } else if next == b'x' || next == b'X' {
+            match (input.get(i + 2), input.get(i + 3)) {
+                (Some(&a), Some(&b)) if hex2(a, b).is_some() => {
+                    out.push(hex2(a, b).unwrap_or(0));
+                    i += 4;
+                }
+                _ => {
+                    out.extend_from_slice(&input[i..i + 2]);
+                    i += 2;
+                }
+            }
+        } else if (b'0'..=b'7').contains(&next) {
+            let n = input[i + 1..]
+                .iter()
+                .take(3)
+                .take_while(|b| (b'0'..=b'7').contains(b))
+                .count();
+            let v = input[i + 1..i + 1 + n]
+                .iter()
+                .fold(0u32, |a, &b| a * 8 + u32::from(b - b'0'));
+            out.push(v as u8);
+            i += 1 + n;
+        } else {
+            out.extend_from_slice(&input[i..i + 2]);
+            i += 2;
+        }
+    }
+    out
+}
+
+/// Decodes as far as the input is valid base64, like ModSecurity (which stops at the first
+/// foreign byte); `ext` skips foreign bytes instead.
+pub(crate) fn base64_decode(input: &[u8], ext: bool) -> Vec<u8> {
+    let alphabet = |b: u8| b.is_ascii_alphanumeric() || b == b'+' || b == b'/';
+    let mut clean: Vec<u8> = if ext {
+        input.iter().copied().filter(|&b| alphabet(b)).collect()
+    } else {
+        input.iter().copied().take_while(|&b| alphabet(b)).collect()
+    };
+    let rem = clean.len() % 4;
+    if rem == 1 {
+        clean.pop();
+    }
+    base64::engine::general_purpose::STANDARD_NO_PAD
+        .decode(&clean)
+        .or_else(|_| {
+            base64::engine::GeneralPurpose::new(
+                &base64::alphabet::STANDARD,
+                base64::engine::GeneralPurposeConfig::new()
+                    .with_decode_allow_trailing_bits(true)
+                    .with_decode_padding_mode(base64::engine::DecodePaddingMode::Indifferent),
+            )
+            .decode(&clean)
+        })
+        .unwrap_or_default()
+}
+
+pub(crate) fn hex_decode(input: &[u8]) -> Vec<u8> {
+    input
+        .chunks_exact(2)
+        .filter_map(|p| hex2(p[0], p[1]))
+        .collect()
+}

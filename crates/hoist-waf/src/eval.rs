@@ -1,0 +1,274 @@
+//! Rule evaluation for a transaction: the phase loop (markers, skip, skipAfter, removals),
+//! target collection and transformation, operator matching, and the actions of a match.
+
+use crate::actions::{Ctl, Disruptive, Effect, EngineMode, SetVarOp};
+use crate::macros::Macro;
+use crate::operators::{atoi, Expand};
+use crate::rules::{Entry, Rule};
+use crate::transaction::{Hit, Interruption, MatchedRule, RemovedTarget, Transaction};
+use crate::variables::Exclusion;
+use std::borrow::Cow;
+use std::sync::Arc;
+
+impl Transaction {
+    pub(crate) fn run_phase(&mut self, phase: u8) {
+        self.phases_done = self.phases_done.max(phase);
+        if self.engine == EngineMode::Off {
+            return;
+        }
+        if phase < 5 && (self.allowed || self.interruption.is_some()) {
+            return;
+        }
+        let rules = Arc::clone(&self.rules);
+        let list = &rules.phases[usize::from(phase - 1)];
+        let mut skip_after: Option<&str> = None;
+        let mut skip = 0u32;
+        for entry in list {
+            let rule = match entry {
+                Entry::Marker(name) => {
+                    if skip_after == Some(name.as_str()) {
+                        skip_after = None;
+                    }
+                    continue;
+                }
+                Entry::Rule(r) => r,
+            };
+            if skip_after.is_some() {
+                continue;
+            }
+            if skip > 0 {
+                skip -= 1;
+                continue;
+            }
+            if self.is_removed(rule) {
+                continue;
+            }
+            self.current_rule_id = rule.id;
+            if !self.evaluate_chain(rule) {
+                continue;
+            }
+            self.on_match(rule, phase);
+            if self.interruption.is_some() || self.allowed {
+                break;
+            }
+            if let Some(marker) = &rule.actions.skip_after {
+                skip_after = Some(marker);
+            }
+            skip = rule.actions.skip;
+        }
+    }
+
+    fn is_removed(&self, rule: &Rule) -> bool {
+        crate::actions::in_ranges(&self.removed_ids, rule.id)
+            || rule
+                .actions
+                .tags
+                .iter()
+                .any(|t| self.removed_tags.contains(t))
+    }
+
+    /// Evaluates a rule and its chain. As in ModSecurity, each link's non-disruptive actions
+    /// run as soon as that link matches: CRS chains read TX variables their starter just set.
+    fn evaluate_chain(&mut self, head: &Rule) -> bool {
+        let mut link = Some(head);
+        while let Some(rule) = link {
+            if !self.evaluate(rule, head) {
+                return false;
+            }
+            link = rule.chained.as_deref();
+        }
+        true
+    }
+
+    fn evaluate(&mut self, rule: &Rule, head: &Rule) -> bool {
+        if rule.unconditional {
+            for effect in &rule.actions.effects {
+                self.apply_effect(effect);
+            }
+            return true;
+        }
+        let mut exclusions: Vec<&Exclusion> = rule.targets.exclusions.iter().collect();
+        for removed in &self.removed_targets {
+            match removed {
+                RemovedTarget::Ids(ids, e) if crate::actions::in_ranges(ids, head.id) => {
+                    exclusions.push(e)
+                }
+                RemovedTarget::Tag(tag, e) if head.actions.tags.contains(tag) => exclusions.push(e),
+                _ => {}
+            }
+        }
+        let mut items = Vec::new();
+        for target in &rule.targets.targets {
+            self.collect(target, &exclusions, &mut items);
+        }
+        let want_captures = rule.actions.capture;
+        let mut captures: Vec<Vec<u8>> = Vec::new();
+        // (name, transformed value, captures) per matching item.
+        let mut matched: Vec<Hit> = Vec::new();
+        for item in &items {
+            let mut value: Cow<'_, [u8]> = Cow::Borrowed(&item.value);
+            let mut hit = false;
+            if rule.actions.multi_match {
+                hit = self.check(rule, &value, want_captures.then_some(&mut captures));
+            }
+            for t in &rule.transforms {
+                if t.is_noop_for(&value) {
+                    continue;
+                }
+                value = Cow::Owned(t.apply(&value));
+                if rule.actions.multi_match && !hit {
+                    hit = self.check(rule, &value, want_captures.then_some(&mut captures));
+                }
+            }
+            if !rule.actions.multi_match {
+                hit = self.check(rule, &value, want_captures.then_some(&mut captures));
+            }
+            if hit {
+                let caps =
+                    (want_captures && !captures.is_empty()).then(|| std::mem::take(&mut captures));
+                matched.push((item.name(), value.into_owned(), caps));
+            }
+        }
+        drop(items);
+        if matched.is_empty() {
+            return false;
+        }
+        // ModSecurity runs a rule's non-disruptive actions once per matching variable, with
+        // MATCHED_VAR and TX.0.. of that variable: CRS builds per-header TX keys this way.
+        self.matched_vars.clear();
+        for (name, value, caps) in matched {
+            if let Some(caps) = caps {
+                for (i, c) in caps.into_iter().enumerate() {
+                    self.tx.insert(i.to_string(), c);
+                }
+            }
+            self.matched_vars.push((name.clone(), value.clone()));
+            self.matched_var = Some((name, value));
+            for effect in &rule.actions.effects {
+                self.apply_effect(effect);
+            }
+        }
+        true
+    }
+
+    fn check(&self, rule: &Rule, value: &[u8], captures: Option<&mut Vec<Vec<u8>>>) -> bool {
+        rule.operator.evaluate(value, self, captures) != rule.negated
+    }
+
+    fn on_match(&mut self, head: &Rule, phase: u8) {
+        // nolog rules (CRS's bookkeeping, dozens per request) get no message or log line:
+        // formatting them would be most of the matching cost.
+        let expand = |m: &Option<Macro>| match m {
+            Some(m) if head.log => self.expand(m).into_owned(),
+            _ => String::new(),
+        };
+        let message = expand(&head.actions.msg);
+        let data = expand(&head.actions.logdata);
+        let disruptive = match &head.disruptive {
+            Disruptive::Block => self.rules.default_disruptive[usize::from(phase - 1)].clone(),
+            d => d.clone(),
+        };
+        let mut interruption = None;
+        match &disruptive {
+            Disruptive::Deny | Disruptive::Drop | Disruptive::Redirect(_) => {
+                let (action, status, redirect) = match &disruptive {
+                    Disruptive::Drop => ("drop", head.actions.status.unwrap_or(403), None),
+                    Disruptive::Redirect(m) => (
+                        "redirect",
+                        head.actions.status.unwrap_or(302),
+                        Some(self.expand(m).into_owned()),
+                    ),
+                    _ => ("deny", head.actions.status.unwrap_or(403), None),
+                };
+                interruption = Some(Interruption {
+                    status,
+                    rule_id: head.id,
+                    action,
+                    redirect,
+                });
+            }
+            Disruptive::Allow => {
+                if self.engine == EngineMode::On {
+                    self.allowed = true;
+                }
+            }
+            Disruptive::Pass | Disruptive::Block => {}
+        }
+        let enforce = self.engine == EngineMode::On;
+        let log_line = if head.log {
+            crate::log::format(
+                self,
+                head,
+                phase,
+                &message,
+                &data,
+                interruption.as_ref().filter(|_| enforce),
+            )
+        } else {
+            String::new()
+        };
+        self.matched.push(MatchedRule {
+            id: head.id,
+            phase,
+            logged: head.log,
+            message,
+            data,
+            severity: head.actions.severity,
+            tags: head.actions.tags.clone(),
+            log_line,
+        });
+        if enforce {
+            if let Some(i) = interruption {
+                self.interruption = Some(i);
+            }
+        }
+    }
+
+    fn apply_effect(&mut self, effect: &Effect) {
+        match effect {
+            Effect::SetVar(sv) => {
+                let name = self.expand(&sv.name).to_ascii_lowercase();
+                match &sv.op {
+                    SetVarOp::Delete => {
+                        self.tx.remove(&name);
+                    }
+                    SetVarOp::Set(m) => {
+                        let v = self.expand(m).into_owned().into_bytes();
+                        self.tx.insert(name, v);
+                    }
+                    SetVarOp::Add(m) | SetVarOp::Sub(m) => {
+                        let delta = atoi(self.expand(m).as_bytes());
+                        let current = self.tx.get(&name).map_or(0, |v| atoi(v));
+                        let next = if matches!(sv.op, SetVarOp::Add(_)) {
+                            current.saturating_add(delta)
+                        } else {
+                            current.saturating_sub(delta)
+                        };
+                        self.tx.insert(name, next.to_string().into_bytes());
+                    }
+                }
+            }
+            Effect::Ctl(ctl) => match ctl {
+                Ctl::RuleEngine(mode) => self.engine = *mode,
+                Ctl::RuleRemoveById(ids) => self.removed_ids.extend(ids.iter().copied()),
+                Ctl::RuleRemoveByTag(tag) => self.removed_tags.push(tag.clone()),
+                Ctl::RuleRemoveTargetById(ids, excl) => {
+                    for e in excl {
+                        self.removed_targets
+                            .push(RemovedTarget::Ids(ids.clone(), e.clone()));
+                    }
+                }
+                Ctl::RuleRemoveTargetByTag(tag, excl) => {
+                    for e in excl {
+                        self.removed_targets
+                            .push(RemovedTarget::Tag(tag.clone(), e.clone()));
+                    }
+                }
+                Ctl::RequestBodyProcessor(p) => self.body_processor = Some(*p),
+                Ctl::ForceRequestBodyVariable(on) => self.force_body_variable = *on,
+                Ctl::RequestBodyAccess(on) => self.request_body_access = *on,
+                Ctl::AuditLog => {}
+            },
+        }
+    }
+}

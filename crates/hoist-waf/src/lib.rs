@@ -1,0 +1,35 @@
+//! hoist-waf: a SecLang engine that runs the OWASP Core Rule Set, usable without the proxy.
+//!
+//! Load a configuration once into a [`RuleSet`] (regexes compiled, phrase lists built), then
+//! run one [`Transaction`] per request:
+//!
+//! ```ignore
+//! let rules = Arc::new(RuleSet::from_file(Path::new("waf.conf"))?);
+//! let mut tx = Transaction::new(rules, "10.0.0.1", "id-1");
+//! tx.process_request_line("GET", "/?q=1", "HTTP/1.1");
+//! tx.add_request_header("Host", b"example.com");
+//! if let Some(i) = tx.process_request_headers() { /* reply i.status */ }
+//! tx.append_request_body(b"...");
+//! tx.process_request_body();
+//! ```
+#![forbid(unsafe_code)]
+
+pub mod actions;
+mod body;
+mod collections;
+mod decode;
+pub mod error;
+mod eval;
+mod log;
+pub mod macros;
+pub mod operators;
+pub mod parser;
+pub mod rules;
+mod transaction;
+pub mod transforms;
+pub mod variables;
+
+pub use actions::EngineMode;
+pub use error::Error;
+pub use rules::RuleSet;
+pub use transaction::{Interruption, MatchedRule, Transaction};

@@ -1,0 +1,398 @@
+//! One HTTP exchange through the rule set: feed the request line, headers and body, run the
+//! phases, read the interruption and the matched-rule log.
+
+use crate::actions::{BodyProcessor, EngineMode, IdRanges};
+use crate::body::{self, Pairs, Xml};
+use crate::macros::{Macro, Part};
+use crate::operators::Expand;
+use crate::rules::RuleSet;
+use crate::variables::Exclusion;
+use std::borrow::Cow;
+use std::collections::HashMap;
+use std::sync::Arc;
+
+/// What the engine decided to do with the request.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Interruption {
+    pub status: u16,
+    pub rule_id: i64,
+    /// `deny`, `drop` or `redirect`.
+    pub action: &'static str,
+    pub redirect: Option<String>,
+}
+
+/// A rule (or chain) that matched, with its log line in ModSecurity's error-log form.
+#[derive(Debug, Clone)]
+pub struct MatchedRule {
+    pub id: i64,
+    pub phase: u8,
+    /// false for `nolog` rules: they matched but are not written to the log (and have no
+    /// message, data or log line).
+    pub logged: bool,
+    pub message: String,
+    pub data: String,
+    pub severity: Option<u8>,
+    pub tags: Vec<String>,
+    pub log_line: String,
+}
+
+/// A matching item: its name, transformed value and the captures it produced.
+pub(crate) type Hit = (String, Vec<u8>, Option<Vec<Vec<u8>>>);
+
+pub(crate) enum RemovedTarget {
+    Ids(IdRanges, Exclusion),
+    Tag(String, Exclusion),
+}
+
+pub struct Transaction {
+    pub(crate) rules: Arc<RuleSet>,
+    pub(crate) engine: EngineMode,
+    pub(crate) remote_addr: String,
+    pub(crate) unique_id: String,
+    pub(crate) method: String,
+    pub(crate) uri: String,
+    pub(crate) uri_raw: String,
+    pub(crate) filename: String,
+    pub(crate) query: String,
+    pub(crate) protocol: String,
+    pub(crate) args_get: Pairs,
+    pub(crate) args_post: Pairs,
+    pub(crate) cookies: Pairs,
+    pub(crate) request_headers: Pairs,
+    pub(crate) request_body: Vec<u8>,
+    pub(crate) request_body_visible: bool,
+    pub(crate) request_body_truncated: bool,
+    pub(crate) body_processor: Option<BodyProcessor>,
+    pub(crate) force_body_variable: bool,
+    pub(crate) request_body_access: bool,
+    pub(crate) reqbody_error: Option<String>,
+    pub(crate) files: Pairs,
+    pub(crate) file_sizes: Vec<usize>,
+    pub(crate) multipart_part_headers: Pairs,
+    pub(crate) multipart_strict_error: bool,
+    pub(crate) multipart_unmatched_boundary: bool,
+    pub(crate) xml: Xml,
+    pub(crate) tx: HashMap<String, Vec<u8>>,
+    pub(crate) response_status: u16,
+    pub(crate) response_protocol: String,
+    pub(crate) response_headers: Pairs,
+    pub(crate) response_body: Vec<u8>,
+    pub(crate) matched_var: Option<(String, Vec<u8>)>,
+    pub(crate) matched_vars: Pairs,
+    pub(crate) current_rule_id: i64,
+    pub(crate) empty: Pairs,
+    pub(crate) removed_ids: IdRanges,
+    pub(crate) removed_tags: Vec<String>,
+    pub(crate) removed_targets: Vec<RemovedTarget>,
+    pub(crate) interruption: Option<Interruption>,
+    /// `allow` stops rule processing for the remaining request/response phases.
+    pub(crate) allowed: bool,
+    pub(crate) matched: Vec<MatchedRule>,
+    pub(crate) phases_done: u8,
+}
+
+impl Expand for Transaction {
+    fn expand<'m>(&self, m: &'m Macro) -> Cow<'m, str> {
+        if let Some(lit) = m.as_literal() {
+            return Cow::Borrowed(lit);
+        }
+        let mut out = String::new();
+        for part in &m.parts {
+            match part {
+                Part::Literal(s) => out.push_str(s),
+                Part::Var(var, key) => out.push_str(&String::from_utf8_lossy(
+                    &self.macro_value(*var, key.as_deref()),
+                )),
+            }
+        }
+        Cow::Owned(out)
+    }
+}
+
+impl Transaction {
+    pub fn new(rules: Arc<RuleSet>, remote_addr: &str, unique_id: &str) -> Transaction {
+        Transaction {
+            engine: rules.engine,
+            request_body_access: rules.request_body_access,
+            rules,
+            remote_addr: remote_addr.to_string(),
+            unique_id: unique_id.to_string(),
+            method: String::new(),
+            uri: String::new(),
+            uri_raw: String::new(),
+            filename: String::new(),
+            query: String::new(),
+            protocol: String::new(),
+            args_get: Vec::new(),
+            args_post: Vec::new(),
+            cookies: Vec::new(),
+            request_headers: Vec::new(),
+            request_body: Vec::new(),
+            request_body_visible: false,
+            request_body_truncated: false,
+            body_processor: None,
+            force_body_variable: false,
+            reqbody_error: None,
+            files: Vec::new(),
+            file_sizes: Vec::new(),
+            multipart_part_headers: Vec::new(),
+            multipart_strict_error: false,
+            multipart_unmatched_boundary: false,
+            xml: Xml::default(),
+            tx: HashMap::new(),
+            response_status: 0,
+            response_protocol: String::new(),
+            response_headers: Vec::new(),
+            response_body: Vec::new(),
+            matched_var: None,
+            matched_vars: Vec::new(),
+            current_rule_id: 0,
+            empty: Vec::new(),
+            removed_ids: Vec::new(),
+            removed_tags: Vec::new(),
+            removed_targets: Vec::new(),
+            interruption: None,
+            allowed: false,
+            matched: Vec::new(),
+            phases_done: 0,
+        }
+    }
+
+    /// The request line as received: `uri` is the request target (origin or absolute form).
+    pub fn process_request_line(&mut self, method: &str, uri: &str, protocol: &str) {
+        self.method = method.to_string();
+        self.protocol = protocol.to_string();
+        self.uri_raw = uri.to_string();
+        // REQUEST_URI never carries scheme and authority, even for absolute-form targets.
+        let mut rel = uri;
+        if let Some(after) = uri.split_once("://").map(|(_, a)| a) {
+            if !uri.starts_with('/') {
+                rel = after.find('/').map_or("/", |i| &after[i..]);
+            }
+        }
+        let rel = rel.split('#').next().unwrap_or("");
+        self.uri = rel.to_string();
+        let (path, query) = rel.split_once('?').unwrap_or((rel, ""));
+        self.filename = path.to_string();
+        self.query = query.to_string();
+        body::parse_urlencoded(query.as_bytes(), &mut self.args_get);
+    }
+
+    pub fn add_request_header(&mut self, name: &str, value: &[u8]) {
+        if name.eq_ignore_ascii_case("cookie") {
+            body::parse_cookies(value, &mut self.cookies);
+        }
+        self.request_headers
+            .push((name.to_string(), value.to_vec()));
+    }
+
+    pub(crate) fn request_header(&self, name: &str) -> Option<&[u8]> {
+        self.request_headers
+            .iter()
+            .find(|(k, _)| k.eq_ignore_ascii_case(name))
+            .map(|(_, v)| v.as_slice())
+    }
+
+    /// Phase 1. As in ModSecurity, REQBODY_PROCESSOR is already known here (from the
+    /// Content-Type) so phase-1 rules can test it; `ctl:requestBodyProcessor` overrides it.
+    pub fn process_request_headers(&mut self) -> Option<&Interruption> {
+        if self.body_processor.is_none() {
+            self.body_processor = self.processor_for_content_type();
+        }
+        self.run_phase(1);
+        self.interruption.as_ref()
+    }
+
+    /// Buffers body bytes up to SecRequestBodyLimit; returns false once the limit is passed
+    /// (with `SecRequestBodyLimitAction Reject` the transaction is then interrupted with 413).
+    pub fn append_request_body(&mut self, chunk: &[u8]) -> bool {
+        let room = self
+            .rules
+            .request_body_limit
+            .saturating_sub(self.request_body.len());
+        if chunk.len() > room {
+            self.request_body.extend_from_slice(&chunk[..room]);
+            self.request_body_truncated = true;
+            if self.rules.request_body_limit_reject && self.engine == EngineMode::On {
+                self.interruption.get_or_insert(Interruption {
+                    status: 413,
+                    rule_id: 0,
+                    action: "deny",
+                    redirect: None,
+                });
+            }
+            return false;
+        }
+        self.request_body.extend_from_slice(chunk);
+        true
+    }
+
+    /// Runs the body processor, then phase 2.
+    pub fn process_request_body(&mut self) -> Option<&Interruption> {
+        if self.phases_done < 1 {
+            self.run_phase(1);
+        }
+        if self.request_body_access {
+            self.parse_request_body();
+        }
+        self.run_phase(2);
+        self.interruption.as_ref()
+    }
+
+    fn processor_for_content_type(&self) -> Option<BodyProcessor> {
+        let lower = self.request_header("content-type")?.to_ascii_lowercase();
+        if lower.starts_with(b"application/x-www-form-urlencoded") {
+            Some(BodyProcessor::UrlEncoded)
+        } else if lower.starts_with(b"multipart/form-data") {
+            Some(BodyProcessor::Multipart)
+        } else {
+            None
+        }
+    }
+
+    fn parse_request_body(&mut self) {
+        let content_type = self
+            .request_header("content-type")
+            .map(|v| String::from_utf8_lossy(v).into_owned())
+            .unwrap_or_default();
+        if self.body_processor.is_none() {
+            self.body_processor = self.processor_for_content_type();
+        }
+        let body = std::mem::take(&mut self.request_body);
+        match self.body_processor {
+            Some(BodyProcessor::UrlEncoded) => {
+                body::parse_urlencoded(&body, &mut self.args_post);
+                self.request_body_visible = true;
+            }
+            Some(BodyProcessor::Multipart) => match body::boundary_of(&content_type) {
+                None => self.reqbody_error = Some("multipart: no boundary in Content-Type".into()),
+                Some(boundary) => {
+                    let m = body::parse_multipart(&body, &boundary);
+                    self.args_post.extend(m.args);
+                    self.files.extend(m.files);
+                    self.file_sizes.extend(m.file_sizes);
+                    self.multipart_part_headers.extend(m.part_headers);
+                    self.multipart_strict_error = m.strict_error;
+                    self.multipart_unmatched_boundary = m.unmatched_boundary;
+                    if let Some(e) = m.error {
+                        self.reqbody_error = Some(e);
+                    }
+                }
+            },
+            Some(BodyProcessor::Json) if !body.is_empty() => {
+                if let Err(e) = body::parse_json(&body, &mut self.args_post) {
+                    self.reqbody_error = Some(e);
+                }
+            }
+            Some(BodyProcessor::Json) => {}
+            Some(BodyProcessor::Xml) => match body::parse_xml(&body) {
+                Ok(x) => self.xml = x,
+                Err(e) => self.reqbody_error = Some(e),
+            },
+            None => {}
+        }
+        if self.force_body_variable {
+            self.request_body_visible = true;
+        }
+        self.request_body = body;
+    }
+
+    pub fn set_response_status(&mut self, status: u16, protocol: &str) {
+        self.response_status = status;
+        self.response_protocol = protocol.to_string();
+    }
+
+    pub fn add_response_header(&mut self, name: &str, value: &[u8]) {
+        self.response_headers
+            .push((name.to_string(), value.to_vec()));
+    }
+
+    /// Phase 3.
+    pub fn process_response_headers(&mut self) -> Option<&Interruption> {
+        self.run_phase(3);
+        self.interruption.as_ref()
+    }
+
+    /// Whether the response body should be buffered for phase 4 (SecResponseBodyAccess and
+    /// a Content-Type in SecResponseBodyMimeType).
+    pub fn wants_response_body(&self) -> bool {
+        if !self.rules.response_body_access {
+            return false;
+        }
+        let ct = self
+            .response_headers
+            .iter()
+            .find(|(k, _)| k.eq_ignore_ascii_case("content-type"))
+            .map(|(_, v)| String::from_utf8_lossy(v).to_ascii_lowercase())
+            .unwrap_or_default();
+        let mime = ct.split(';').next().unwrap_or("").trim().to_string();
+        self.rules
+            .response_mime_types
+            .iter()
+            .any(|m| m.eq_ignore_ascii_case(&mime))
+    }
+
+    pub fn append_response_body(&mut self, chunk: &[u8]) {
+        let room = self
+            .rules
+            .response_body_limit
+            .saturating_sub(self.response_body.len());
+        self.response_body
+            .extend_from_slice(&chunk[..chunk.len().min(room)]);
+    }
+
+    /// Phase 4.
+    pub fn process_response_body(&mut self) -> Option<&Interruption> {
+        self.run_phase(4);
+        self.interruption.as_ref()
+    }
+
+    /// Phase 5.
+    pub fn process_logging(&mut self) {
+        self.run_phase(5);
+    }
+
+    pub fn interruption(&self) -> Option<&Interruption> {
+        self.interruption.as_ref()
+    }
+
+    pub fn matched_rules(&self) -> &[MatchedRule] {
+        &self.matched
+    }
+
+    /// A TX variable, for tests and the proxy's logs (`tx.blocking_inbound_anomaly_score`).
+    pub fn tx_var(&self, name: &str) -> Option<&[u8]> {
+        self.tx.get(&name.to_ascii_lowercase()).map(Vec::as_slice)
+    }
+
+    pub fn set_tx_var(&mut self, name: &str, value: &[u8]) {
+        self.tx.insert(name.to_ascii_lowercase(), value.to_vec());
+    }
+
+    pub fn engine(&self) -> EngineMode {
+        self.engine
+    }
+
+    pub(crate) fn client(&self) -> &str {
+        &self.remote_addr
+    }
+
+    pub(crate) fn request_uri(&self) -> &str {
+        &self.uri
+    }
+
+    /// Whether phase 2 wants the request body (SecRequestBodyAccess, or ctl:requestBodyAccess).
+    pub fn request_body_access(&self) -> bool {
+        self.request_body_access
+    }
+
+    /// SecRequestBodyLimit: how much body a proxy should buffer for `append_request_body`.
+    pub fn request_body_limit(&self) -> usize {
+        self.rules.request_body_limit
+    }
+
+    /// Whether the body was cut at SecRequestBodyLimit.
+    pub fn request_body_truncated(&self) -> bool {
+        self.request_body_truncated
+    }
+}

@@ -1,0 +1,334 @@
+//! Transformations (`t:`), byte to byte as in ModSecurity: inputs are not assumed to be UTF-8
+//! and decoders leave malformed escapes as they are rather than failing.
+
+use crate::decode::{
+    base64_decode, css_decode, escape_seq_decode, hex_decode, html_entity_decode, js_decode,
+    url_decode, url_encode, utf8_to_unicode,
+};
+use base64::Engine;
+use sha1::Digest;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Transform {
+    Lowercase,
+    Uppercase,
+    UrlDecode,
+    UrlDecodeUni,
+    UrlEncode,
+    HtmlEntityDecode,
+    JsDecode,
+    CssDecode,
+    Utf8ToUnicode,
+    RemoveNulls,
+    ReplaceNulls,
+    RemoveWhitespace,
+    CompressWhitespace,
+    ReplaceComments,
+    RemoveComments,
+    RemoveCommentsChar,
+    CmdLine,
+    NormalisePath,
+    NormalisePathWin,
+    EscapeSeqDecode,
+    Base64Decode,
+    Base64DecodeExt,
+    Base64Encode,
+    HexEncode,
+    HexDecode,
+    Length,
+    Sha1,
+    Trim,
+    TrimLeft,
+    TrimRight,
+}
+
+impl Transform {
+    /// `Ok(None)` is `t:none`, which clears the list built so far.
+    pub fn parse(name: &str) -> Result<Option<Transform>, String> {
+        use Transform::*;
+        Ok(Some(match name.to_ascii_lowercase().as_str() {
+            "none" => return Ok(None),
+            "lowercase" => Lowercase,
+            "uppercase" => Uppercase,
+            "urldecode" => UrlDecode,
+            "urldecodeuni" => UrlDecodeUni,
+            "urlencode" => UrlEncode,
+            "htmlentitydecode" => HtmlEntityDecode,
+            "jsdecode" => JsDecode,
+            "cssdecode" => CssDecode,
+            "utf8tounicode" => Utf8ToUnicode,
+            "removenulls" => RemoveNulls,
+            "replacenulls" => ReplaceNulls,
+            "removewhitespace" => RemoveWhitespace,
+            "compresswhitespace" => CompressWhitespace,
+            "replacecomments" => ReplaceComments,
+            "removecomments" => RemoveComments,
+            "removecommentschar" => RemoveCommentsChar,
+            "cmdline" => CmdLine,
+            "normalisepath" | "normalizepath" => NormalisePath,
+            "normalisepathwin" | "normalizepathwin" => NormalisePathWin,
+            "escapeseqdecode" => EscapeSeqDecode,
+            "base64decode" => Base64Decode,
+            "base64decodeext" => Base64DecodeExt,
+            "base64encode" => Base64Encode,
+            "hexencode" => HexEncode,
+            "hexdecode" => HexDecode,
+            "length" => Length,
+            "sha1" => Sha1,
+            "trim" => Trim,
+            "trimleft" => TrimLeft,
+            "trimright" => TrimRight,
+            other => return Err(format!("unknown transformation {other}")),
+        }))
+    }
+
+    /// True when `apply` would return the input unchanged: lets the engine skip the copy, as
+    /// most values in most rules hold nothing to decode.
+    pub fn is_noop_for(self, input: &[u8]) -> bool {
+        use Transform::*;
+        let has = |b: u8| input.contains(&b);
+        match self {
+            Lowercase => !input.iter().any(u8::is_ascii_uppercase),
+            Uppercase => !input.iter().any(u8::is_ascii_lowercase),
+            UrlDecode | UrlDecodeUni => !has(b'%') && !has(b'+'),
+            HtmlEntityDecode => !has(b'&'),
+            JsDecode | CssDecode | EscapeSeqDecode => !has(b'\\'),
+            Utf8ToUnicode => input.is_ascii(),
+            RemoveNulls | ReplaceNulls => !has(0),
+            RemoveWhitespace => !input.iter().any(|&b| is_space(b)),
+            CompressWhitespace => {
+                !input.iter().any(|&b| is_space(b) && b != b' ')
+                    && !input.windows(2).any(|w| w == b"  ")
+            }
+            ReplaceComments => find(input, b"/*").is_none(),
+            RemoveCommentsChar => !input.iter().any(|b| matches!(b, b'/' | b'*' | b'-' | b'#')),
+            NormalisePath => !has(b'.') && find(input, b"//").is_none(),
+            NormalisePathWin => !has(b'.') && !has(b'\\') && find(input, b"//").is_none(),
+            Trim | TrimLeft | TrimRight => {
+                input.first().is_none_or(|&b| !is_space(b))
+                    && input.last().is_none_or(|&b| !is_space(b))
+            }
+            _ => false,
+        }
+    }
+
+    pub fn apply(self, input: &[u8]) -> Vec<u8> {
+        use Transform::*;
+        match self {
+            Lowercase => input.to_ascii_lowercase(),
+            Uppercase => input.to_ascii_uppercase(),
+            UrlDecode => url_decode(input, false),
+            UrlDecodeUni => url_decode(input, true),
+            UrlEncode => url_encode(input),
+            HtmlEntityDecode => html_entity_decode(input),
+            JsDecode => js_decode(input),
+            CssDecode => css_decode(input),
+            Utf8ToUnicode => utf8_to_unicode(input),
+            RemoveNulls => input.iter().copied().filter(|&b| b != 0).collect(),
+            ReplaceNulls => input
+                .iter()
+                .map(|&b| if b == 0 { b' ' } else { b })
+                .collect(),
+            RemoveWhitespace => input.iter().copied().filter(|&b| !is_space(b)).collect(),
+            CompressWhitespace => compress_whitespace(input),
+            ReplaceComments => replace_comments(input),
+            RemoveComments => remove_comments(input),
+            RemoveCommentsChar => remove_comments_char(input),
+            CmdLine => cmd_line(input),
+            NormalisePath => normalise_path(input, false),
+            NormalisePathWin => normalise_path(input, true),
+            EscapeSeqDecode => escape_seq_decode(input),
+            Base64Decode => base64_decode(input, false),
+            Base64DecodeExt => base64_decode(input, true),
+            Base64Encode => base64::engine::general_purpose::STANDARD
+                .encode(input)
+                .into_bytes(),
+            HexEncode => hex_encode(input),
+            HexDecode => hex_decode(input),
+            Length => input.len().to_string().into_bytes(),
+            Sha1 => sha1::Sha1::digest(input).to_vec(),
+            Trim => trim_right(trim_left(input)).to_vec(),
+            TrimLeft => trim_left(input).to_vec(),
+            TrimRight => trim_right(input).to_vec(),
+        }
+    }
+}
+
+/// ModSecurity's whitespace: C isspace plus NBSP (0xa0), which browsers treat as a space.
+pub(crate) fn is_space(b: u8) -> bool {
+    matches!(b, b' ' | b'\t' | b'\n' | b'\r' | 0x0b | 0x0c | 0xa0)
+}
+
+fn compress_whitespace(input: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(input.len());
+    let mut in_space = false;
+    for &b in input {
+        if is_space(b) {
+            if !in_space {
+                out.push(b' ');
+            }
+            in_space = true;
+        } else {
+            out.push(b);
+            in_space = false;
+        }
+    }
+    out
+}
+
+fn replace_comments(input: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(input.len());
+    let mut i = 0;
+    while i < input.len() {
+        if input[i..].starts_with(b"/*") {
+            match find(&input[i + 2..], b"*/") {
+                Some(end) => i += 2 + end + 2,
+                None => i = input.len(),
+            }
+            out.push(b' ');
+        } else {
+            out.push(input[i]);
+            i += 1;
+        }
+    }
+    out
+}
+
+fn remove_comments(input: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(input.len());
+    let mut i = 0;
+    while i < input.len() {
+        let rest = &input[i..];
+        if rest.starts_with(b"/*") {
+            i = find(&input[i + 2..], b"*/").map_or(input.len(), |e| i + 2 + e + 2);
+        } else if rest.starts_with(b"<!--") {
+            i = find(&input[i + 4..], b"-->").map_or(input.len(), |e| i + 4 + e + 3);
+        } else if rest.starts_with(b"--") || rest[0] == b'#' {
+            // Line comments run to the end of the value.
+            break;
+        } else {
+            out.push(input[i]);
+            i += 1;
+        }
+    }
+    out
+}
+
+fn remove_comments_char(input: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(input.len());
+    let mut i = 0;
+    while i < input.len() {
+        let rest = &input[i..];
+        // `-->` before `--`, or the `>` of an HTML comment end would survive.
+        if rest.starts_with(b"<!--") {
+            i += 4;
+        } else if rest.starts_with(b"-->") {
+            i += 3;
+        } else if rest.starts_with(b"/*") || rest.starts_with(b"*/") || rest.starts_with(b"--") {
+            i += 2;
+        } else if rest[0] == b'#' {
+            i += 1;
+        } else {
+            out.push(rest[0]);
+            i += 1;
+        }
+    }
+    out
+}
+
+fn find(hay: &[u8], needle: &[u8]) -> Option<usize> {
+    hay.windows(needle.len()).position(|w| w == needle)
+}
+
+/// Undoes shell obfuscation: drops `\ " ' ^`, turns `,` `;` and whitespace into one space,
+/// removes spaces before `/` and `(`, and lowercases.
+fn cmd_line(input: &[u8]) -> Vec<u8> {
+    let mut out: Vec<u8> = Vec::with_capacity(input.len());
+    let mut space = false;
+    for &b in input {
+        match b {
+            b'\\' | b'"' | b'\'' | b'^' => {}
+            b' ' | b'\t' | b'\n' | b'\r' | 0x0b | 0x0c | b',' | b';' => {
+                if !space {
+                    out.push(b' ');
+                    space = true;
+                }
+            }
+            b'/' | b'(' => {
+                if space {
+                    out.pop();
+                }
+                space = false;
+                out.push(b);
+            }
+            _ => {
+                space = false;
+                out.push(b.to_ascii_lowercase());
+            }
+        }
+    }
+    out
+}
+
+fn normalise_path(input: &[u8], windows: bool) -> Vec<u8> {
+    if input.is_empty() {
+        return Vec::new();
+    }
+    let src: Vec<u8> = if windows {
+        input
+            .iter()
+            .map(|&b| if b == b'\\' { b'/' } else { b })
+            .collect()
+    } else {
+        input.to_vec()
+    };
+    let absolute = src.first() == Some(&b'/');
+    let trailing = src.last() == Some(&b'/') || src.ends_with(b"/.") || src.ends_with(b"/..");
+    let mut segments: Vec<&[u8]> = Vec::new();
+    for seg in src.split(|&b| b == b'/') {
+        match seg {
+            b"" | b"." => {}
+            b".." => {
+                if segments.last().is_some_and(|s| *s != b"..") {
+                    segments.pop();
+                } else if !absolute {
+                    segments.push(seg);
+                }
+            }
+            _ => segments.push(seg),
+        }
+    }
+    let mut out = Vec::with_capacity(src.len());
+    if absolute {
+        out.push(b'/');
+    }
+    out.extend_from_slice(&segments.join(&b'/'));
+    if trailing && !segments.is_empty() {
+        out.push(b'/');
+    }
+    out
+}
+
+fn hex_encode(input: &[u8]) -> Vec<u8> {
+    const DIGITS: &[u8; 16] = b"0123456789abcdef";
+    input
+        .iter()
+        .flat_map(|&b| [DIGITS[usize::from(b >> 4)], DIGITS[usize::from(b & 15)]])
+        .collect()
+}
+
+fn trim_left(input: &[u8]) -> &[u8] {
+    let start = input
+        .iter()
+        .position(|&b| !is_space(b))
+        .unwrap_or(input.len());
+    &input[start..]
+}
+
+fn trim_right(input: &[u8]) -> &[u8] {
+    let end = input
+        .iter()
+        .rposition(|&b| !is_space(b))
+        .map_or(0, |p| p + 1);
+    &input[..end]
+}

@@ -1,0 +1,326 @@
+//! Rule targets: `ARGS|!ARGS:foo|&TX:x|REQUEST_HEADERS:/^x-/|XML:/*`, parsed once at load.
+
+use regex::Regex;
+
+/// The variables (scalars and collections) a rule can inspect, named as in SecLang.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum VarName {
+    Args,
+    ArgsGet,
+    ArgsPost,
+    ArgsNames,
+    ArgsGetNames,
+    ArgsPostNames,
+    ArgsCombinedSize,
+    RequestCookies,
+    RequestCookiesNames,
+    RequestHeaders,
+    RequestHeadersNames,
+    RequestUri,
+    RequestUriRaw,
+    RequestFilename,
+    RequestBasename,
+    RequestLine,
+    RequestMethod,
+    RequestProtocol,
+    QueryString,
+    RequestBody,
+    RequestBodyLength,
+    ReqbodyProcessor,
+    ReqbodyError,
+    ReqbodyErrorMsg,
+    Files,
+    FilesNames,
+    FilesSizes,
+    FilesCombinedSize,
+    MultipartPartHeaders,
+    MultipartStrictError,
+    MultipartUnmatchedBoundary,
+    MultipartFilename,
+    MultipartName,
+    Xml,
+    Tx,
+    MatchedVar,
+    MatchedVars,
+    MatchedVarName,
+    MatchedVarsNames,
+    RemoteAddr,
+    UniqueId,
+    ResponseHeaders,
+    ResponseHeadersNames,
+    ResponseBody,
+    ResponseStatus,
+    ResponseProtocol,
+    ResponseContentType,
+    Rule,
+}
+
+impl VarName {
+    pub fn parse(name: &str) -> Option<VarName> {
+        use VarName::*;
+        Some(match name.to_ascii_uppercase().as_str() {
+            "ARGS" => Args,
+            "ARGS_GET" => ArgsGet,
+            "ARGS_POST" => ArgsPost,
+            "ARGS_NAMES" => ArgsNames,
+            "ARGS_GET_NAMES" => ArgsGetNames,
+            "ARGS_POST_NAMES" => ArgsPostNames,
+            "ARGS_COMBINED_SIZE" => ArgsCombinedSize,
+            "REQUEST_COOKIES" => RequestCookies,
+            "REQUEST_COOKIES_NAMES" => RequestCookiesNames,
+            "REQUEST_HEADERS" => RequestHeaders,
+            "REQUEST_HEADERS_NAMES" => RequestHeadersNames,
+            "REQUEST_URI" => RequestUri,
+            "REQUEST_URI_RAW" => RequestUriRaw,
+            "REQUEST_FILENAME" => RequestFilename,
+            "REQUEST_BASENAME" => RequestBasename,
+            "REQUEST_LINE" => RequestLine,
+            "REQUEST_METHOD" => RequestMethod,
+            "REQUEST_PROTOCOL" => RequestProtocol,
+            "QUERY_STRING" => QueryString,
+            "REQUEST_BODY" => RequestBody,
+            "REQUEST_BODY_LENGTH" => RequestBodyLength,
+            "REQBODY_PROCESSOR" => ReqbodyProcessor,
+            "REQBODY_ERROR" => ReqbodyError,
+            "REQBODY_ERROR_MSG" => ReqbodyErrorMsg,
+            "FILES" => Files,
+            "FILES_NAMES" => FilesNames,
+            "FILES_SIZES" => FilesSizes,
+            "FILES_COMBINED_SIZE" => FilesCombinedSize,
+            "MULTIPART_PART_HEADERS" => MultipartPartHeaders,
+            "MULTIPART_STRICT_ERROR" => MultipartStrictError,
+            "MULTIPART_UNMATCHED_BOUNDARY" => MultipartUnmatchedBoundary,
+            "MULTIPART_FILENAME" => MultipartFilename,
+            "MULTIPART_NAME" => MultipartName,
+            "XML" => Xml,
+            "TX" => Tx,
+            "MATCHED_VAR" => MatchedVar,
+            "MATCHED_VARS" => MatchedVars,
+            "MATCHED_VAR_NAME" => MatchedVarName,
+            "MATCHED_VARS_NAMES" => MatchedVarsNames,
+            "REMOTE_ADDR" => RemoteAddr,
+            "UNIQUE_ID" => UniqueId,
+            "RESPONSE_HEADERS" => ResponseHeaders,
+            "RESPONSE_HEADERS_NAMES" => ResponseHeadersNames,
+            "RESPONSE_BODY" => ResponseBody,
+            "RESPONSE_STATUS" => ResponseStatus,
+            "RESPONSE_PROTOCOL" => ResponseProtocol,
+            "RESPONSE_CONTENT_TYPE" => ResponseContentType,
+            "RULE" => Rule,
+            _ => return None,
+        })
+    }
+
+    pub fn as_str(self) -> &'static str {
+        use VarName::*;
+        match self {
+            Args => "ARGS",
+            ArgsGet => "ARGS_GET",
+            ArgsPost => "ARGS_POST",
+            ArgsNames => "ARGS_NAMES",
+            ArgsGetNames => "ARGS_GET_NAMES",
+            ArgsPostNames => "ARGS_POST_NAMES",
+            ArgsCombinedSize => "ARGS_COMBINED_SIZE",
+            RequestCookies => "REQUEST_COOKIES",
+            RequestCookiesNames => "REQUEST_COOKIES_NAMES",
+            RequestHeaders => "REQUEST_HEADERS",
+            RequestHeadersNames => "REQUEST_HEADERS_NAMES",
+            RequestUri => "REQUEST_URI",
+            RequestUriRaw => "REQUEST_URI_RAW",
+            RequestFilename => "REQUEST_FILENAME",
+            RequestBasename => "REQUEST_BASENAME",
+            RequestLine => "REQUEST_LINE",
+            RequestMethod => "REQUEST_METHOD",
+            RequestProtocol => "REQUEST_PROTOCOL",
+            QueryString => "QUERY_STRING",
+            RequestBody => "REQUEST_BODY",
+            RequestBodyLength => "REQUEST_BODY_LENGTH",
+            ReqbodyProcessor => "REQBODY_PROCESSOR",
+            ReqbodyError => "REQBODY_ERROR",
+            ReqbodyErrorMsg => "REQBODY_ERROR_MSG",
+            Files => "FILES",
+            FilesNames => "FILES_NAMES",
+            FilesSizes => "FILES_SIZES",
+            FilesCombinedSize => "FILES_COMBINED_SIZE",
+            MultipartPartHeaders => "MULTIPART_PART_HEADERS",
+            MultipartStrictError => "MULTIPART_STRICT_ERROR",
+            MultipartUnmatchedBoundary => "MULTIPART_UNMATCHED_BOUNDARY",
+            MultipartFilename => "MULTIPART_FILENAME",
+            MultipartName => "MULTIPART_NAME",
+            Xml => "XML",
+            Tx => "TX",
+            MatchedVar => "MATCHED_VAR",
+            MatchedVars => "MATCHED_VARS",
+            MatchedVarName => "MATCHED_VAR_NAME",
+            MatchedVarsNames => "MATCHED_VARS_NAMES",
+            RemoteAddr => "REMOTE_ADDR",
+            UniqueId => "UNIQUE_ID",
+            ResponseHeaders => "RESPONSE_HEADERS",
+            ResponseHeadersNames => "RESPONSE_HEADERS_NAMES",
+            ResponseBody => "RESPONSE_BODY",
+            ResponseStatus => "RESPONSE_STATUS",
+            ResponseProtocol => "RESPONSE_PROTOCOL",
+            ResponseContentType => "RESPONSE_CONTENT_TYPE",
+            Rule => "RULE",
+        }
+    }
+}
+
+/// Which members of a collection a target names.
+#[derive(Debug, Clone)]
+pub enum Selector {
+    All,
+    /// Compared case-insensitively, as ModSecurity does for every collection key.
+    Key(String),
+    Regex(Regex),
+}
+
+impl Selector {
+    pub fn matches(&self, key: &str) -> bool {
+        match self {
+            Selector::All => true,
+            Selector::Key(k) => k.eq_ignore_ascii_case(key),
+            Selector::Regex(r) => r.is_match(key),
+        }
+    }
+}
+
+#[derive(Debug, Clone)]
+pub struct Target {
+    pub var: VarName,
+    pub selector: Selector,
+    /// `&VAR`: the number of members, not their values.
+    pub count: bool,
+}
+
+/// `!VAR:sel`: members removed from the rule's other targets.
+#[derive(Debug, Clone)]
+pub struct Exclusion {
+    pub var: VarName,
+    pub selector: Selector,
+}
+
+impl Exclusion {
+    pub fn excludes(&self, var: VarName, key: &str) -> bool {
+        self.var == var && self.selector.matches(key)
+    }
+}
+
+#[derive(Debug, Clone, Default)]
+pub struct Targets {
+    pub targets: Vec<Target>,
+    pub exclusions: Vec<Exclusion>,
+}
+
+/// Splits at `|` outside `/regex/` selectors and quotes.
+fn split_targets(spec: &str) -> Vec<&str> {
+    let mut parts = Vec::new();
+    let bytes = spec.as_bytes();
+    let (mut start, mut in_regex, mut in_quote) = (0, false, false);
+    let mut i = 0;
+    while i < bytes.len() {
+        let c = bytes[i];
+        if c == b'\\' && in_regex {
+            i += 2;
+            continue;
+        }
+        if c == b'\'' && !in_regex {
+            in_quote = !in_quote;
+        } else if c == b'/' && !in_quote {
+            // A regex selector starts right after `:` and ends at the next unescaped `/`.
+            if in_regex {
+                in_regex = false;
+            } else if i > 0 && bytes[i - 1] == b':' && !spec[..i].ends_with("XML:") {
+                in_regex = true;
+            }
+        } else if c == b'|' && !in_regex && !in_quote {
+            parts.push(&spec[start..i]);
+            start = i + 1;
+        }
+        i += 1;
+    }
+    parts.push(&spec[start..]);
+    parts
+}
+
+impl Targets {
+    pub fn parse(spec: &str) -> Result<Targets, String> {
+        let mut out = Targets::default();
+        out.add(spec)?;
+        Ok(out)
+    }
+
+    /// Adds targets and exclusions (SecRuleUpdateTargetById uses the same syntax).
+    pub fn add(&mut self, spec: &str) -> Result<(), String> {
+        for part in split_targets(spec) {
+            let part = part.trim();
+            if part.is_empty() {
+                continue;
+            }
+            let (exclude, rest) = match part.strip_prefix('!') {
+                Some(r) => (true, r),
+                None => (false, part),
+            };
+            let (count, rest) = match rest.strip_prefix('&') {
+                Some(r) => (true, r),
+                None => (false, rest),
+            };
+            let (name, sel) = match rest.split_once(':') {
+                Some((n, s)) => (n, Some(s)),
+                None => (rest, None),
+            };
+            let var = VarName::parse(name).ok_or_else(|| format!("unknown variable {name}"))?;
+            let selector = match sel {
+                None => Selector::All,
+                Some(s) => parse_selector(var, s)?,
+            };
+            if exclude {
+                self.exclusions.push(Exclusion { var, selector });
+            } else {
+                self.targets.push(Target {
+                    var,
+                    selector,
+                    count,
+                });
+            }
+        }
+        Ok(())
+    }
+}
+
+fn parse_selector(var: VarName, s: &str) -> Result<Selector, String> {
+    let s = s.trim_matches('\'');
+    if var == VarName::Xml {
+        // XPath expressions are kept as keys; the XML extractor understands `/*` and `//@*`.
+        return Ok(Selector::Key(s.to_string()));
+    }
+    if s.len() >= 2 && s.starts_with('/') && s.ends_with('/') {
+        let pattern = &s[1..s.len() - 1];
+        let re = Regex::new(&format!("(?i){pattern}"))
+            .map_err(|e| format!("bad regex selector /{pattern}/: {e}"))?;
+        return Ok(Selector::Regex(re));
+    }
+    Ok(Selector::Key(s.to_string()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_mixed_targets() {
+        let t = Targets::parse("ARGS|!ARGS:foo|&TX:x|REQUEST_HEADERS:/^(a|b)$/|XML:/*")
+            .expect("parses");
+        assert_eq!(t.targets.len(), 4);
+        assert_eq!(t.exclusions.len(), 1);
+        assert!(t.targets[1].count);
+        assert!(t.targets[2].selector.matches("A"));
+        assert!(!t.targets[2].selector.matches("ab"));
+        assert!(matches!(&t.targets[3].selector, Selector::Key(k) if k == "/*"));
+    }
+
+    #[test]
+    fn rejects_unknown_variable() {
+        assert!(Targets::parse("NOPE").is_err());
+    }
+}

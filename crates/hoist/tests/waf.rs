@@ -1,0 +1,247 @@
+//! The WAF filter through the binary over TLS: the OWASP Core Rule Set at paranoia level 1 in
+//! blocking mode lets ordinary traffic through (browsing, JSON API, form post, file upload)
+//! and answers 403 to CRS attack payloads; the native filter name takes the same JSON; bad
+//! directives are refused at load with the YAML path.
+//!
+//! The CRS comes from `HOIST_CRS_DIR` (a CRS checkout: rules/ and crs-setup.conf.example), else
+//! `../shared/crs` next to the workspace; `HOIST_SKIP_CRS_TESTS=1` skips when it is absent.
+
+// Test code: a failed unwrap is a failed test.
+#![allow(clippy::unwrap_used)]
+
+mod support;
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use support::*;
+
+fn crs_dir() -> Option<PathBuf> {
+    let dir = match std::env::var_os("HOIST_CRS_DIR") {
+        Some(d) => PathBuf::from(d),
+        None => Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/crs"),
+    };
+    if dir.join("rules").is_dir() {
+        return Some(dir);
+    }
+    assert!(
+        std::env::var_os("HOIST_SKIP_CRS_TESTS").is_some_and(|v| v == "1"),
+        "CRS not found at {}: set HOIST_CRS_DIR or HOIST_SKIP_CRS_TESTS=1",
+        dir.display()
+    );
+    None
+}
+
+fn base_conf() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../hoist-waf/conf/base.conf")
+}
+
+/// Inserts `block` before the first line containing `marker`, indented like that line.
+fn insert_before(yaml: &str, marker: &str, block: &str) -> String {
+    let mut out = String::new();
+    let mut done = false;
+    for line in yaml.lines() {
+        if !done && line.contains(marker) {
+            let indent = line.len() - line.trim_start().len();
+            for b in block.lines() {
+                out.push_str(&" ".repeat(indent));
+                out.push_str(b);
+                out.push('\n');
+            }
+            done = true;
+        }
+        out.push_str(line);
+        out.push('\n');
+    }
+    assert!(done, "marker {marker:?} not found");
+    out
+}
+
+/// Coraza's JSON with one directive set, as a JSON string.
+fn coraza_json(directives: &[String]) -> String {
+    let list: Vec<String> = directives.iter().map(|d| format!("{d:?}")).collect();
+    format!(
+        "{{\"directives_map\": {{\"default\": [{}]}}, \"default_directives\": \"default\"}}",
+        list.join(", ")
+    )
+}
+
+/// envoy.filters.http.wasm as operators configure Coraza on Envoy.
+fn wasm_filter(directives: &[String]) -> String {
+    let json = coraza_json(directives);
+    format!(
+        "- name: envoy.filters.http.wasm\n  typed_config:\n    \"@type\": type.googleapis.com/envoy.extensions.filters.http.wasm.v3.Wasm\n    config:\n      name: coraza-filter\n      root_id: \"\"\n      configuration:\n        \"@type\": type.googleapis.com/google.protobuf.StringValue\n        value: {}\n      vm_config:\n        runtime: envoy.wasm.runtime.v8\n        vm_id: coraza-filter_vm_id\n        code: {{local: {{filename: coraza-http-wasm.wasm}}}}",
+        serde_quote(&json)
+    )
+}
+
+/// A YAML single-quoted scalar.
+fn serde_quote(s: &str) -> String {
+    format!("'{}'", s.replace('\'', "''"))
+}
+
+fn crs_directives(crs: &Path) -> Vec<String> {
+    vec![
+        format!("Include {}", base_conf().display()),
+        format!("Include {}", crs.join("crs-setup.conf.example").display()),
+        format!("Include {}", crs.join("rules/*.conf").display()),
+    ]
+}
+
+#[test]
+fn crs_blocks_attacks_and_passes_ordinary_traffic_over_tls() {
+    let Some(crs) = crs_dir() else { return };
+    let dir = TempDir::new("waf-tls");
+    let cert = rsa_cert(&dir, "srv", "localhost", 2048);
+    let yaml = bootstrap(&tls_listener("tls", &cert, "", &[]));
+    let yaml = insert_before(
+        &yaml,
+        "- name: envoy.filters.http.router",
+        &wasm_filter(&crs_directives(&crs)),
+    );
+    let cfg = dir.write("envoy.yaml", yaml);
+    let hoist = Hoist::start(&cfg, &["--concurrency", "1"]);
+    let url = format!("https://localhost:{}", hoist.addr("tls").port());
+    let resolve = format!("localhost:{}:127.0.0.1", hoist.addr("tls").port());
+    let browser = [
+        "-H",
+        "User-Agent: Mozilla/5.0 (X11; Linux x86_64; rv:128.0) Gecko/20100101 Firefox/128.0",
+        "-H",
+        "Accept: text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8",
+        "-H",
+        "Accept-Language: en-US,en;q=0.5",
+        "-H",
+        "Accept-Encoding: gzip, deflate, br",
+    ];
+    let upload = dir.write("report.txt", "quarterly numbers\n1,2,3\n");
+    let upload_arg = format!("file=@{}", upload.display());
+    let code = |extra: &[&str], path: &str| {
+        let mut args = vec![
+            "-k",
+            "--resolve",
+            &resolve,
+            "-o",
+            "/dev/null",
+            "-w",
+            "%{http_code}",
+        ];
+        args.extend_from_slice(&browser);
+        args.extend_from_slice(extra);
+        let full = format!("{url}{path}");
+        args.push(&full);
+        let out = curl(&args);
+        String::from_utf8_lossy(&out.stdout).to_string()
+    };
+    // Ordinary traffic.
+    assert_eq!(code(&[], "/"), "200", "browsing");
+    assert_eq!(
+        code(&[], "/products?category=books&page=2&sort=price"),
+        "200",
+        "query"
+    );
+    assert_eq!(
+        code(
+            &[
+                "-H",
+                "Content-Type: application/json",
+                "--data",
+                r#"{"name":"Ada","items":[1,2,3],"active":true}"#
+            ],
+            "/api/orders"
+        ),
+        "200",
+        "JSON API"
+    );
+    assert_eq!(
+        code(
+            &["--data", "user=ada&comment=Looks+good%2C+thanks%21"],
+            "/form"
+        ),
+        "200",
+        "form post"
+    );
+    assert_eq!(
+        code(&["-F", &upload_arg, "-F", "title=Q3"], "/upload"),
+        "200",
+        "file upload"
+    );
+    assert_eq!(code(&["--http2"], "/"), "200", "HTTP/2");
+    // CRS attack payloads.
+    assert_eq!(
+        code(&[], "/?id=1%27%20OR%20%271%27=%271"),
+        "403",
+        "SQL injection"
+    );
+    assert_eq!(
+        code(&[], "/?q=%3Cscript%3Ealert(1)%3C/script%3E"),
+        "403",
+        "XSS"
+    );
+    assert_eq!(
+        code(&[], "/?file=../../../../etc/passwd"),
+        "403",
+        "path traversal"
+    );
+    assert_eq!(
+        code(&["--data", "cmd=;cat /etc/passwd"], "/form"),
+        "403",
+        "RCE in a body"
+    );
+    assert_eq!(
+        code(
+            &["--http2"],
+            "/?id=1%20UNION%20SELECT%20password%20FROM%20users--"
+        ),
+        "403",
+        "HTTP/2"
+    );
+    assert_eq!(hoist.stat("http.ingress_https.waf.tx_total"), 11);
+    assert_eq!(hoist.stat("http.ingress_https.waf.tx_interrupted"), 5);
+    assert!(hoist.stat("http.ingress_https.waf.interrupted_rule.949110") >= 4);
+}
+
+#[test]
+fn native_name_takes_the_same_json_and_bad_directives_are_refused() {
+    let dir = TempDir::new("waf-native");
+    let rules = [
+        "SecRuleEngine On".to_string(),
+        "SecRule ARGS:probe \"@streq evil\" \"id:10,phase:1,deny,status:418\"".to_string(),
+    ];
+    let json = coraza_json(&rules);
+    // The body is the JSON object itself, written as a YAML flow mapping.
+    let filter = format!(
+        "- name: hoist.filters.http.waf\n  typed_config: {}",
+        json.replacen(
+            '{',
+            "{\"@type\": \"type.googleapis.com/hoist.extensions.filters.http.waf.v3.Waf\", ",
+            1
+        )
+    );
+    let yaml = bootstrap(&plain_listener("plain", "p", &[], ""));
+    let yaml = insert_before(&yaml, "- name: envoy.filters.http.router", &filter);
+    let cfg = dir.write("envoy.yaml", &yaml);
+    let hoist = Hoist::start(&cfg, &["--concurrency", "1"]);
+    let addr = hoist.addr("plain");
+    assert_eq!(http_request(addr, "GET", "/?probe=fine").0, 200);
+    assert_eq!(http_request(addr, "GET", "/?probe=evil").0, 418);
+    assert_eq!(hoist.stat("http.p.waf.interrupted_rule.10"), 1);
+    drop(hoist);
+
+    let bad = yaml.replace("@streq evil", "@frobnicate evil");
+    let cfg = dir.write("bad.yaml", bad);
+    let out = Command::new(env!("CARGO_BIN_EXE_hoist"))
+        .args(["--mode", "validate", "-c"])
+        .arg(&cfg)
+        .output()
+        .unwrap();
+    let err = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(!out.status.success());
+    assert!(
+        err.contains("directives_map") && err.contains("unsupported operator @frobnicate"),
+        "{err}"
+    );
+}
