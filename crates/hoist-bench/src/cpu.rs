@@ -8,8 +8,20 @@ fn ticks_per_second() -> f64 {
     rustix::param::clock_ticks_per_second() as f64
 }
 
-/// Seconds of CPU (user + system, all threads) the process has used so far.
-pub fn process_seconds(pid: u32) -> Option<f64> {
+/// Seconds of CPU (user, system; all threads) the process has used so far.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct ProcessTimes {
+    pub user: f64,
+    pub system: f64,
+}
+
+impl ProcessTimes {
+    pub fn total(&self) -> f64 {
+        self.user + self.system
+    }
+}
+
+pub fn process_seconds(pid: u32) -> Option<ProcessTimes> {
     let stat = fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
     // The command name may contain spaces or parentheses: fields start after the last ')'.
     let rest = &stat[stat.rfind(')')? + 2..];
@@ -17,7 +29,10 @@ pub fn process_seconds(pid: u32) -> Option<f64> {
     // utime and stime are fields 14 and 15 of the line, 12 and 13 after the name.
     let utime: f64 = fields.get(11)?.parse().ok()?;
     let stime: f64 = fields.get(12)?.parse().ok()?;
-    Some((utime + stime) / ticks_per_second())
+    Some(ProcessTimes {
+        user: utime / ticks_per_second(),
+        system: stime / ticks_per_second(),
+    })
 }
 
 /// Busy and total time (in ticks) of a set of CPUs.

@@ -44,6 +44,9 @@ pub struct Cell {
 pub struct CpuUse {
     /// User + system seconds of the server process (all threads).
     pub process_s: f64,
+    /// The user-space part of `process_s`: what filters cost shows here, without the kernel's
+    /// loopback work (which varies run to run with how packets batch).
+    pub process_user_s: Option<f64>,
     /// Busy seconds of the server's CPUs (includes softirq work such as loopback receive).
     pub cores_busy_s: f64,
     /// Average utilisation of the server's CPUs, 0..1.
@@ -85,6 +88,12 @@ impl CellResult {
         (requests > 0.0).then(|| cpu.process_s * 1e6 / requests)
     }
 
+    pub fn user_us_per_request(&self) -> Option<f64> {
+        let (load, cpu) = self.measured()?;
+        let requests = load.qps * load.seconds;
+        (requests > 0.0).then_some(cpu.process_user_s? * 1e6 / requests)
+    }
+
     pub fn to_json(&self) -> Value {
         let c = &self.cell;
         let mut v = json!({
@@ -115,6 +124,8 @@ impl CellResult {
                 v["server_cores_util"] = json!(cpu.cores_util);
                 v["server_cpu_s_per_gb"] = json!(self.cpu_s_per_gb());
                 v["server_cpu_us_per_request"] = json!(self.cpu_us_per_request());
+                v["server_user_cpu_s"] = json!(cpu.process_user_s);
+                v["server_user_us_per_request"] = json!(self.user_us_per_request());
             }
             Outcome::Skipped(why) => {
                 v["status"] = json!("skipped");

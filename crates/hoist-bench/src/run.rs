@@ -287,10 +287,10 @@ fn measure(
     match result {
         Ok(load) => {
             let (cores_busy_s, cores_util) = CpuTimes::since(cores_after, cores_before);
-            let process_s = match (proc_before, proc_after) {
-                (Some(a), Some(b)) => b - a,
+            let (process_s, process_user_s) = match (proc_before, proc_after) {
+                (Some(a), Some(b)) => (b.total() - a.total(), Some(b.user - a.user)),
                 // No process to charge (a --target without --target-pid): the cores' busy time.
-                _ => cores_busy_s,
+                _ => (cores_busy_s, None),
             };
             if load.ok == 0 {
                 return Outcome::Failed(format!(
@@ -302,6 +302,7 @@ fn measure(
                 load,
                 cpu: CpuUse {
                     process_s,
+                    process_user_s,
                     cores_busy_s,
                     cores_util,
                 },

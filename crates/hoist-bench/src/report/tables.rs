@@ -82,29 +82,46 @@ pub fn all(plan: &Plan, v: &View<'_>, o: &BenchOptions) -> String {
         }
         md.push('\n');
         // What each configuration costs per request, next to no filters: the filter's price
-        // whatever the throughput.
+        // whatever the throughput. User-space time is listed apart: filters run there, and it
+        // is far steadier run to run than the kernel's loopback share.
         md.push_str(&format!(
             "### Server CPU per request by L7 configuration (baseline, {cipher}, 1 worker)\n\n| configuration |"
         ));
         for size in &plan.sizes {
-            md.push_str(&format!(" {size} µs/request | vs none |"));
+            md.push_str(&format!(
+                " {size} µs/request | vs none | {size} user µs/request | user extra vs none's total |"
+            ));
         }
         md.push_str("\n|---|");
-        md.push_str(&"---|---|".repeat(plan.sizes.len()));
+        md.push_str(&"---|---|---|---|".repeat(plan.sizes.len()));
         md.push('\n');
         for l7 in &plan.configs {
             md.push_str(&format!("| {l7} |"));
             for size in &plan.sizes {
-                let us = |l: &str| {
-                    v.hoist(Mode::Baseline, l, 1, cipher, size)
-                        .and_then(CellResult::cpu_us_per_request)
-                };
-                let (this, none) = (us(l7), us("none"));
+                let find = |l: &str| v.hoist(Mode::Baseline, l, 1, cipher, size);
+                let (this, none) = (
+                    find(l7).and_then(CellResult::cpu_us_per_request),
+                    find("none").and_then(CellResult::cpu_us_per_request),
+                );
+                let (user, none_user) = (
+                    find(l7).and_then(CellResult::user_us_per_request),
+                    find("none").and_then(CellResult::user_us_per_request),
+                );
                 let extra = match (this, none) {
                     (Some(t), Some(n)) if n > 0.0 => format!("{:+.1}%", (t / n - 1.0) * 100.0),
                     _ => "-".to_string(),
                 };
-                md.push_str(&format!(" {} | {extra} |", cell(this, "", 1)));
+                let user_extra = match (user, none_user, none) {
+                    (Some(u), Some(nu), Some(n)) if n > 0.0 => {
+                        format!("{:+.1}%", (u - nu) / n * 100.0)
+                    }
+                    _ => "-".to_string(),
+                };
+                md.push_str(&format!(
+                    " {} | {extra} | {} | {user_extra} |",
+                    cell(this, "", 1),
+                    cell(user, "", 1)
+                ));
             }
             md.push('\n');
         }
