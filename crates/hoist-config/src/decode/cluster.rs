@@ -1,13 +1,14 @@
 //! `static_resources.clusters[]` (`envoy.config.cluster.v3.Cluster`): the subset a filter needs
-//! to reach one service of its own (jwt_authn's remote JWKS): a name, how to find the endpoint,
-//! a connect timeout, and optionally TLS.
+//! and the router need: a name, how to find the endpoints and balance between them, a connect
+//! timeout, and optionally TLS.
 
 use std::net::IpAddr;
 
 use super::tls::validation_context;
 use crate::extension::{select, Kind, Slot};
 use crate::model::{
-    Cluster, DiscoveryType, DnsLookupFamily, Endpoint, UpstreamTlsContext, DEFAULT_CONNECT_TIMEOUT,
+    Cluster, DiscoveryType, DnsLookupFamily, Endpoint, LbPolicy, UpstreamTlsContext,
+    DEFAULT_CONNECT_TIMEOUT,
 };
 use crate::reader::{Message, Node, Result};
 
@@ -25,6 +26,18 @@ const RAW_BUFFER: Kind = Kind {
 
 /// The cluster types in proto order (`envoy.config.cluster.v3.Cluster.DiscoveryType`).
 const DISCOVERY_TYPES: [&str; 5] = ["STATIC", "STRICT_DNS", "LOGICAL_DNS", "EDS", "ORIGINAL_DST"];
+
+/// `envoy.config.cluster.v3.Cluster.LbPolicy` in proto order (4 is reserved).
+const LB_POLICIES: [&str; 8] = [
+    "ROUND_ROBIN",
+    "LEAST_REQUEST",
+    "RING_HASH",
+    "RANDOM",
+    "",
+    "MAGLEV",
+    "CLUSTER_PROVIDED",
+    "LOAD_BALANCING_POLICY_CONFIG",
+];
 
 const DNS_FAMILIES: [&str; 5] = ["AUTO", "V4_ONLY", "V6_ONLY", "V4_PREFERRED", "ALL"];
 
@@ -114,13 +127,20 @@ fn cluster(node: &Node) -> Result<Cluster> {
         Some(d) => d,
         None => DEFAULT_CONNECT_TIMEOUT,
     };
-    // Only the first endpoint is used, so any balancing policy is the same; the others name
-    // behaviours hoist does not have.
-    if let Some(n) = m.field("lb_policy")? {
-        if n.enumeration(&["ROUND_ROBIN", "LEAST_REQUEST", "RING_HASH", "RANDOM"])? != 0 {
-            return Err(n.error("lb_policy other than ROUND_ROBIN is not supported by hoist yet"));
-        }
-    }
+    let lb_policy = match m.field("lb_policy")? {
+        None => LbPolicy::RoundRobin,
+        Some(n) => match n.enumeration(&LB_POLICIES)? {
+            0 => LbPolicy::RoundRobin,
+            1 => LbPolicy::LeastRequest,
+            3 => LbPolicy::Random,
+            i => {
+                return Err(n.error(format!(
+                    "lb_policy {} is not supported by hoist yet (ROUND_ROBIN, LEAST_REQUEST, RANDOM are)",
+                    LB_POLICIES.get(i).unwrap_or(&"?")
+                )))
+            }
+        },
+    };
     let dns_lookup_family = match m.enumeration("dns_lookup_family", &DNS_FAMILIES)? {
         None | Some(0) => DnsLookupFamily::V6Preferred,
         Some(1) => DnsLookupFamily::V4Only,
@@ -140,6 +160,7 @@ fn cluster(node: &Node) -> Result<Cluster> {
         connect_timeout,
         dns_lookup_family,
         endpoints,
+        lb_policy,
         tls,
         yaml_path,
     })
@@ -163,22 +184,20 @@ fn load_assignment(node: &Node, discovery: DiscoveryType) -> Result<Vec<Endpoint
         ])?;
         for lb in l.list("lb_endpoints")? {
             let mut e = lb.message()?;
-            e.unsupported(&[
-                "endpoint_name",
-                "health_status",
-                "metadata",
-                "load_balancing_weight",
-            ])?;
+            e.unsupported(&["endpoint_name", "health_status", "metadata"])?;
+            let weight = e.u32("load_balancing_weight", 1, 1..=u32::MAX)?;
             let mut endpoint = e.required("endpoint")?.message()?;
             endpoint.unsupported(&["health_check_config", "hostname", "additional_addresses"])?;
-            endpoints.push(socket_address(&endpoint.required("address")?, discovery)?);
+            let mut address = socket_address(&endpoint.required("address")?, discovery)?;
+            address.weight = weight;
+            endpoints.push(address);
             endpoint.finish()?;
             e.finish()?;
         }
         l.finish()?;
     }
     if endpoints.is_empty() {
-        return Err(m.error("no endpoint: hoist connects to a cluster's first endpoint"));
+        return Err(m.error("no endpoint: a cluster needs at least one"));
     }
     m.finish()?;
     Ok(endpoints)
@@ -219,6 +238,7 @@ fn socket_address(node: &Node, discovery: DiscoveryType) -> Result<Endpoint> {
     Ok(Endpoint {
         host: bare,
         port: u16::try_from(port).map_err(|_| port_node.error("port out of range"))?,
+        weight: 1,
     })
 }
 
@@ -340,10 +360,34 @@ mod tests {
             c[0].endpoints,
             vec![Endpoint {
                 host: "127.0.0.1".into(),
-                port: 8443
+                port: 8443,
+                weight: 1,
             }]
         );
         assert!(c[0].tls.is_none());
+        assert_eq!(c[0].lb_policy, LbPolicy::RoundRobin);
+    }
+
+    #[test]
+    fn lb_policies_and_endpoint_weights() {
+        let mut assignment = endpoint("127.0.0.1", 1);
+        assignment["endpoints"][0]["lb_endpoints"][0]["load_balancing_weight"] = json!(3);
+        let c = decode(json!([{"name": "a", "lb_policy": "LEAST_REQUEST",
+            "load_assignment": assignment}]))
+        .unwrap();
+        assert_eq!(c[0].lb_policy, LbPolicy::LeastRequest);
+        assert_eq!(c[0].endpoints[0].weight, 3);
+        let c = decode(json!([{"name": "a", "lb_policy": "RANDOM",
+            "load_assignment": endpoint("127.0.0.1", 1)}]))
+        .unwrap();
+        assert_eq!(c[0].lb_policy, LbPolicy::Random);
+        let err = decode(json!([{"name": "a", "lb_policy": "MAGLEV",
+            "load_assignment": endpoint("127.0.0.1", 1)}]))
+        .unwrap_err();
+        assert!(err.contains("lb_policy MAGLEV is not supported"), "{err}");
+        let mut zero = endpoint("127.0.0.1", 1);
+        zero["endpoints"][0]["lb_endpoints"][0]["load_balancing_weight"] = json!(0);
+        assert!(decode(json!([{"name": "a", "load_assignment": zero}])).is_err());
     }
 
     #[test]

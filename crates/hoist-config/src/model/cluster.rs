@@ -1,6 +1,5 @@
-//! `envoy.config.cluster.v3.Cluster`: the minimum filters need to reach a service of their own
-//! (jwt_authn's remote JWKS). hoist does not route requests to clusters yet: a route's `route`
-//! action is still refused; a cluster exists only for the filters that name it.
+//! `envoy.config.cluster.v3.Cluster`: the upstream services routes forward to (and filters
+//! reach for their own needs, such as jwt_authn's remote JWKS).
 
 use std::time::Duration;
 
@@ -38,6 +37,21 @@ pub struct Endpoint {
     /// An IP literal (STATIC) or a host name (STRICT_DNS, LOGICAL_DNS).
     pub host: String,
     pub port: u16,
+    /// `lb_endpoints[].load_balancing_weight` (1..), default 1.
+    pub weight: u32,
+}
+
+/// `lb_policy`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum LbPolicy {
+    /// Weighted round robin (Envoy's default).
+    #[default]
+    RoundRobin,
+    /// Power of two choices by active requests (`choice_count` 2), weights honoured by picking
+    /// candidates in proportion to them.
+    LeastRequest,
+    /// Weighted random.
+    Random,
 }
 
 /// `envoy.extensions.transport_sockets.tls.v3.UpstreamTlsContext`: the subset hoist's upstream
@@ -60,8 +74,9 @@ pub struct Cluster {
     pub discovery: DiscoveryType,
     pub connect_timeout: Duration,
     pub dns_lookup_family: DnsLookupFamily,
-    /// In configuration order; hoist connects to the first.
+    /// In configuration order (filters that need one endpoint take the first).
     pub endpoints: Vec<Endpoint>,
+    pub lb_policy: LbPolicy,
     /// `transport_socket` with an UpstreamTlsContext; None is plain TCP.
     pub tls: Option<UpstreamTlsContext>,
     pub yaml_path: String,

@@ -1,6 +1,7 @@
 //! `envoy.config.route.v3`: route configuration, virtual hosts, routes.
 
 use std::collections::BTreeMap;
+use std::time::Duration;
 
 use super::core::{DataSource, HeaderValueOption, RawTypedConfig, StringMatcher};
 
@@ -144,10 +145,47 @@ pub struct Redirect {
     pub strip_query: bool,
 }
 
+/// Envoy's default route `timeout`.
+pub const DEFAULT_ROUTE_TIMEOUT: Duration = Duration::from_secs(15);
+
+/// Which cluster a forwarded request goes to.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ClusterSpecifier {
+    /// `cluster`
+    Cluster(String),
+    /// `weighted_clusters.clusters[]`: (name, weight), weights > 0 in total.
+    Weighted(Vec<(String, u32)>),
+    /// `cluster_header`: lower-cased header name whose value names the cluster.
+    Header(String),
+}
+
+/// `host_rewrite_*`: what the Host / :authority sent upstream becomes.
+#[derive(Clone, Debug, PartialEq, Eq, Default)]
+pub enum HostRewrite {
+    #[default]
+    Keep,
+    /// `host_rewrite_literal`
+    Literal(String),
+    /// `auto_host_rewrite`: the chosen endpoint's address (host:port).
+    Auto,
+}
+
+/// `envoy.config.route.v3.RouteAction`: forward to an upstream cluster.
+#[derive(Clone, Debug)]
+pub struct ForwardAction {
+    pub cluster: ClusterSpecifier,
+    /// `prefix_rewrite`: replaces the part of the path the route's prefix matched.
+    pub prefix_rewrite: Option<String>,
+    pub host_rewrite: HostRewrite,
+    /// `timeout`; None: `0s`, no timeout.
+    pub timeout: Option<Duration>,
+}
+
 #[derive(Clone, Debug)]
 pub enum RouteAction {
     DirectResponse(DirectResponse),
     Redirect(Redirect),
+    Route(ForwardAction),
 }
 
 #[derive(Clone, Debug)]

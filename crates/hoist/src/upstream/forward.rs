@@ -1,0 +1,452 @@
+//! The router's upstream side of one request: choose the cluster and endpoint, rewrite the
+//! request as Envoy does (path, host, x-forwarded-*, hop-by-hop headers), send it with its
+//! body, wait for the response head within the route timeout, and hand back the response with
+//! its body streaming from the upstream connection through a bounded channel. Failures become
+//! Envoy's local replies: 503 NC/UH/UF/UC, 502 UPE, 504 UT.
+
+use std::net::SocketAddr;
+use std::rc::Rc;
+use std::time::Instant;
+
+use bytes::Bytes;
+use hoist_config::model::{ClusterSpecifier, ForwardAction, HostRewrite, PathMatch};
+use hoist_http::body::StreamBody;
+use hoist_http::h1::{ClientError, RequestFraming};
+use hoist_http::{Body, RequestHead, ResponseFlags, ResponseHead, Version};
+use http::header::{self, HeaderMap, HeaderName, HeaderValue};
+
+use super::conn::ConnectError;
+use super::pool::{ActiveRequest, Connection, WorkerCluster, WorkerClusters};
+use crate::connection::ConnInfo;
+use crate::stream::RequestBody;
+
+/// Where the request body comes from.
+pub enum Source<'b, B> {
+    /// No body (end of stream with the head).
+    None,
+    /// Already read whole (a filter asked for it).
+    Buffered(Bytes),
+    /// Still on the downstream connection: streamed as it arrives.
+    Stream(&'b mut B),
+}
+
+/// What the upstream answered, or the local reply that stands in for it.
+pub struct Forwarded {
+    pub head: ResponseHead,
+    pub body: Body,
+    pub flags: ResponseFlags,
+    pub details: &'static str,
+    /// The response came from the upstream (false: a local reply).
+    pub from_upstream: bool,
+    pub upstream_host: Option<SocketAddr>,
+    pub cluster: Option<String>,
+    /// The downstream request body was not read to its end.
+    pub body_unread: bool,
+}
+
+const BEFORE_HEADERS: &str = "upstream connect error or disconnect/reset before headers. ";
+
+/// Headers that belong to one connection (RFC 9110 §7.6.1), never forwarded either way.
+const HOP_BY_HOP: [&str; 8] = [
+    "connection",
+    "keep-alive",
+    "proxy-connection",
+    "transfer-encoding",
+    "upgrade",
+    "te",
+    "trailer",
+    "expect",
+];
+
+pub struct Context<'a> {
+    pub clusters: &'a WorkerClusters,
+    pub conn: &'a ConnInfo,
+    pub use_remote_address: bool,
+    pub path_match: &'a PathMatch,
+}
+
+pub async fn forward<B: RequestBody>(
+    cx: &Context<'_>,
+    action: &ForwardAction,
+    head: &mut RequestHead,
+    mut body: Source<'_, B>,
+) -> Result<Forwarded, B::Error> {
+    let name = match &action.cluster {
+        ClusterSpecifier::Cluster(n) => Some(n.clone()),
+        ClusterSpecifier::Weighted(list) => super::lb::pick_weighted(list).cloned(),
+        ClusterSpecifier::Header(h) => head
+            .headers
+            .get(h.as_str())
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_owned),
+    };
+    let Some(cluster) = name.as_deref().and_then(|n| cx.clusters.get(n)) else {
+        return Ok(local(
+            503,
+            "",
+            ResponseFlags::NO_CLUSTER_FOUND,
+            "cluster_not_found",
+            &body,
+        ));
+    };
+    let cluster = cluster.clone();
+    let Some(rq) = cluster.pick() else {
+        return Ok(local(
+            503,
+            "no healthy upstream",
+            ResponseFlags::NO_HEALTHY_UPSTREAM,
+            "no_healthy_upstream",
+            &body,
+        ));
+    };
+    let endpoint_label = cluster
+        .info
+        .endpoints
+        .get(rq.endpoint())
+        .map(|e| e.label.clone())
+        .unwrap_or_default();
+    rewrite_request(cx, action, head, &endpoint_label);
+    let (framing, chunked) = request_framing(head, &body);
+    let headers = upstream_headers(head);
+    let is_head = head.method == http::Method::HEAD;
+    let mut retried_stale = false;
+    let (mut upstream, sent_at) = loop {
+        let (mut c, reused) = match cluster.connection(&rq).await {
+            Ok(c) => c,
+            Err(e) => return Ok(connect_failure(&e, &cluster, &body)),
+        };
+        let wrote =
+            c.h1.send_head(head.method.as_str(), &head.path, &headers, framing)
+                .await;
+        if wrote.is_err() {
+            // A pooled connection the upstream closed while idle: one fresh try.
+            if reused && !retried_stale {
+                retried_stale = true;
+                continue;
+            }
+            return Ok(reset_before_headers(&cluster, &body));
+        }
+        let sent = match &mut body {
+            Source::None => c.h1.finish_body(false).await.is_ok(),
+            Source::Buffered(b) => {
+                c.h1.send_body_piece(b, chunked).await.is_ok()
+                    && c.h1.finish_body(chunked).await.is_ok()
+            }
+            Source::Stream(b) => {
+                let mut ok = true;
+                while let Some(piece) = b.next_chunk().await? {
+                    if c.h1.send_body_piece(&piece, chunked).await.is_err() {
+                        ok = false;
+                        break;
+                    }
+                }
+                ok && c.h1.finish_body(chunked).await.is_ok()
+            }
+        };
+        if !sent {
+            let mut f = reset_before_headers(&cluster, &body);
+            f.body_unread = matches!(body, Source::Stream(_));
+            return Ok(f);
+        }
+        // Envoy's route timeout starts when the downstream request is complete.
+        break (c, Instant::now());
+    };
+    let deadline = action.timeout.map(|t| sent_at + t);
+    let read = within(deadline, upstream.h1.read_head(is_head)).await;
+    let peer = peer_addr(&upstream);
+    let (mut response, length) = match read {
+        Some(Ok(r)) => r,
+        None => {
+            if let Some(s) = &cluster.stats {
+                s.upstream_rq_timeout.inc();
+                s.response(504);
+            }
+            let mut f = local(
+                504,
+                "upstream request timeout",
+                ResponseFlags::UPSTREAM_REQUEST_TIMEOUT,
+                "upstream_response_timeout",
+                &Source::<B>::None,
+            );
+            f.upstream_host = peer;
+            f.cluster = Some(cluster.info.name.clone());
+            return Ok(f);
+        }
+        Some(Err(ClientError::Malformed(why))) => {
+            tracing::debug!("cluster {}: {why}", cluster.info.name);
+            let mut f = local(
+                502,
+                &format!("{BEFORE_HEADERS}reset reason: protocol error"),
+                ResponseFlags::UPSTREAM_PROTOCOL_ERROR,
+                "upstream_reset_before_response_started{protocol_error}",
+                &Source::<B>::None,
+            );
+            f.upstream_host = peer;
+            f.cluster = Some(cluster.info.name.clone());
+            return Ok(f);
+        }
+        Some(Err(_)) => {
+            let mut f = reset_before_headers(&cluster, &Source::<B>::None);
+            f.upstream_host = peer;
+            return Ok(f);
+        }
+    };
+    if let Some(s) = &cluster.stats {
+        s.response(response.status);
+    }
+    strip_hop_by_hop(&mut response.headers);
+    if !is_head {
+        response.headers.remove(header::CONTENT_LENGTH);
+    }
+    let service_time = sent_at.elapsed().as_millis().to_string();
+    if let Ok(v) = HeaderValue::from_str(&service_time) {
+        response.headers.insert("x-envoy-upstream-service-time", v);
+    }
+    let body = if length == Some(0) {
+        // Nothing to stream: the connection is ready for the next request now.
+        drop(rq);
+        cluster.release(upstream);
+        Body::Empty
+    } else {
+        let (tx, stream) = StreamBody::channel(length);
+        tokio::task::spawn_local(pump(upstream, cluster.clone(), rq, tx, deadline));
+        Body::Stream(stream)
+    };
+    Ok(Forwarded {
+        head: response,
+        body,
+        flags: ResponseFlags::NONE,
+        details: "via_upstream",
+        from_upstream: true,
+        upstream_host: peer,
+        cluster: Some(cluster.info.name.clone()),
+        body_unread: false,
+    })
+}
+
+/// Moves the response body from the upstream connection into the channel the downstream
+/// writer reads; waits while the channel is full (backpressure). The connection goes back to
+/// the pool only after a complete response.
+async fn pump(
+    mut upstream: Connection,
+    cluster: Rc<WorkerCluster>,
+    rq: ActiveRequest,
+    tx: hoist_http::body::StreamSender,
+    deadline: Option<Instant>,
+) {
+    loop {
+        match within(deadline, upstream.h1.read_body_piece()).await {
+            Some(Ok(Some(piece))) => {
+                if tx.send(Ok(piece)).await.is_err() {
+                    // The client went away: the connection is mid-response, not reusable.
+                    return;
+                }
+            }
+            Some(Ok(None)) => {
+                drop(rq);
+                cluster.release(upstream);
+                return;
+            }
+            Some(Err(e)) => {
+                let _ = tx
+                    .send(Err(std::io::Error::other(format!("upstream: {e}"))))
+                    .await;
+                return;
+            }
+            None => {
+                if let Some(s) = &cluster.stats {
+                    s.upstream_rq_timeout.inc();
+                }
+                let _ = tx
+                    .send(Err(std::io::Error::new(
+                        std::io::ErrorKind::TimedOut,
+                        "upstream request timeout",
+                    )))
+                    .await;
+                return;
+            }
+        }
+    }
+}
+
+fn rewrite_request(cx: &Context<'_>, action: &ForwardAction, head: &mut RequestHead, label: &str) {
+    if let Some(rewrite) = &action.prefix_rewrite {
+        let matched = match cx.path_match {
+            PathMatch::Prefix(p) | PathMatch::PathSeparatedPrefix(p) => Some(p.len()),
+            PathMatch::Path(_) => Some(head.path_only().len()),
+            PathMatch::SafeRegex(_) => None,
+        };
+        if let Some(n) = matched.filter(|n| *n <= head.path.len() && head.path.is_char_boundary(*n))
+        {
+            let original = head.path.clone();
+            head.path = format!("{rewrite}{}", &original[n..]);
+            if let Ok(v) = HeaderValue::from_str(&original) {
+                head.headers.insert("x-envoy-original-path", v);
+            }
+        }
+    }
+    let host = match &action.host_rewrite {
+        HostRewrite::Keep => None,
+        HostRewrite::Literal(h) => Some(h.clone()),
+        HostRewrite::Auto => Some(label.to_owned()),
+    };
+    if let Some(h) = host {
+        head.authority = Some(h);
+    }
+    if let Some(a) = head.authority.as_deref() {
+        if let Ok(v) = HeaderValue::from_str(a) {
+            head.headers.insert(header::HOST, v);
+        }
+    }
+    // Envoy with use_remote_address: the peer is the client, appended to x-forwarded-for, and
+    // the scheme hoist saw is the one forwarded. Without it, both come from the client as sent.
+    let scheme = HeaderValue::from_static(cx.conn.scheme());
+    if cx.use_remote_address {
+        let ip = cx.conn.remote.ip().to_canonical().to_string();
+        let xff = match head.headers.get("x-forwarded-for").map(|v| v.to_str()) {
+            Some(Ok(prev)) if !prev.is_empty() => format!("{prev},{ip}"),
+            _ => ip,
+        };
+        if let Ok(v) = HeaderValue::from_str(&xff) {
+            head.headers.insert("x-forwarded-for", v);
+        }
+        head.headers.insert("x-forwarded-proto", scheme);
+    } else if !head.headers.contains_key("x-forwarded-proto") {
+        head.headers.insert("x-forwarded-proto", scheme);
+    }
+    if let Some(t) = action.timeout {
+        head.headers.insert(
+            "x-envoy-expected-rq-timeout-ms",
+            HeaderValue::from(t.as_millis() as u64),
+        );
+    }
+}
+
+/// How the request body is framed toward the upstream, and whether that is chunked.
+fn request_framing<B>(head: &RequestHead, body: &Source<'_, B>) -> (RequestFraming, bool) {
+    match body {
+        Source::None => (RequestFraming::None, false),
+        Source::Buffered(b) => (RequestFraming::Length(b.len() as u64), false),
+        Source::Stream(_) => {
+            let length = head
+                .headers
+                .get(header::CONTENT_LENGTH)
+                .and_then(|v| v.to_str().ok())
+                .and_then(|v| v.trim().parse::<u64>().ok());
+            match length {
+                // HTTP/1.1 lengths were checked by the codec; an HTTP/2 one is re-checked by
+                // the upstream and h2 (a stream longer than it announced is reset).
+                Some(n) if head.version != Version::Http2 || n > 0 => {
+                    (RequestFraming::Length(n), false)
+                }
+                _ => (RequestFraming::Chunked, true),
+            }
+        }
+    }
+}
+
+/// The request's headers as the upstream gets them.
+fn upstream_headers(head: &RequestHead) -> HeaderMap {
+    let mut h = head.headers.clone();
+    strip_hop_by_hop(&mut h);
+    h.remove(header::CONTENT_LENGTH);
+    h
+}
+
+fn strip_hop_by_hop(h: &mut HeaderMap) {
+    let named: Vec<HeaderName> = h
+        .get_all(header::CONNECTION)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(','))
+        .filter_map(|t| HeaderName::from_bytes(t.trim().to_ascii_lowercase().as_bytes()).ok())
+        .collect();
+    for name in named {
+        h.remove(name);
+    }
+    for name in HOP_BY_HOP {
+        h.remove(name);
+    }
+}
+
+fn peer_addr(c: &Connection) -> Option<SocketAddr> {
+    match c.h1.get_ref() {
+        super::conn::UpstreamStream::Plain(t) => t.peer_addr().ok(),
+        super::conn::UpstreamStream::Tls(t) => t.get_ref().0.peer_addr().ok(),
+    }
+}
+
+fn connect_failure<B>(
+    e: &ConnectError,
+    cluster: &WorkerCluster,
+    body: &Source<'_, B>,
+) -> Forwarded {
+    let reason = match e {
+        ConnectError::Timeout => "reset reason: connection timeout".to_owned(),
+        ConnectError::Failed(why) => {
+            format!("reset reason: remote connection failure, transport failure reason: {why}")
+        }
+    };
+    if let Some(s) = &cluster.stats {
+        s.response(503);
+    }
+    let mut f = local(
+        503,
+        &format!("{BEFORE_HEADERS}{reason}"),
+        ResponseFlags::UPSTREAM_CONNECTION_FAILURE,
+        "upstream_reset_before_response_started{remote_connection_failure}",
+        body,
+    );
+    f.cluster = Some(cluster.info.name.clone());
+    f
+}
+
+fn reset_before_headers<B>(cluster: &WorkerCluster, body: &Source<'_, B>) -> Forwarded {
+    if let Some(s) = &cluster.stats {
+        s.response(503);
+    }
+    let mut f = local(
+        503,
+        &format!("{BEFORE_HEADERS}reset reason: connection termination"),
+        ResponseFlags::UPSTREAM_CONNECTION_TERMINATION,
+        "upstream_reset_before_response_started{connection_termination}",
+        body,
+    );
+    f.cluster = Some(cluster.info.name.clone());
+    f
+}
+
+fn local<B>(
+    status: u16,
+    text: &str,
+    flags: ResponseFlags,
+    details: &'static str,
+    body: &Source<'_, B>,
+) -> Forwarded {
+    let mut head = ResponseHead::new(status);
+    if !text.is_empty() {
+        head.headers
+            .insert(header::CONTENT_TYPE, HeaderValue::from_static("text/plain"));
+    }
+    Forwarded {
+        head,
+        body: if text.is_empty() {
+            Body::Empty
+        } else {
+            Body::Bytes(Bytes::from(text.to_owned()))
+        },
+        flags,
+        details,
+        from_upstream: false,
+        upstream_host: None,
+        cluster: None,
+        body_unread: matches!(body, Source::Stream(_)),
+    }
+}
+
+async fn within<F: std::future::Future>(deadline: Option<Instant>, f: F) -> Option<F::Output> {
+    match deadline {
+        Some(d) => tokio::time::timeout_at(d.into(), f).await.ok(),
+        None => Some(f.await),
+    }
+}

@@ -1,0 +1,180 @@
+//! A worker's clusters: per endpoint, a pool of idle HTTP/1.1 keep-alive connections, and the
+//! balancer's state. Everything here belongs to one worker thread (Rc, RefCell: no locks).
+
+use std::cell::RefCell;
+use std::rc::Rc;
+use std::sync::Arc;
+
+use hoist_http::h1::UpstreamH1;
+
+use super::conn::{connect, ConnectError, UpstreamStream};
+use super::lb::LbState;
+use super::stats::ClusterStats;
+use super::{ClusterInfo, ClusterManager};
+
+/// Idle connections kept per endpoint; more are closed when they are released.
+const MAX_IDLE_PER_ENDPOINT: usize = 128;
+
+pub struct WorkerClusters {
+    pub manager: Arc<ClusterManager>,
+    clusters: Vec<Rc<WorkerCluster>>,
+}
+
+impl WorkerClusters {
+    pub fn new(manager: Arc<ClusterManager>, slot: usize) -> WorkerClusters {
+        let clusters = manager
+            .clusters
+            .iter()
+            .map(|info| {
+                let stats = match manager.store() {
+                    Some(store) => Some(ClusterStats::new(store, &info.name, slot)),
+                    None => None,
+                };
+                Rc::new(WorkerCluster {
+                    lb: RefCell::new(LbState::new(info)),
+                    active: RefCell::new(vec![0; info.endpoints.len()]),
+                    idle: RefCell::new((0..info.endpoints.len()).map(|_| Vec::new()).collect()),
+                    info: info.clone(),
+                    stats,
+                })
+            })
+            .collect();
+        WorkerClusters { manager, clusters }
+    }
+
+    pub fn get(&self, name: &str) -> Option<&Rc<WorkerCluster>> {
+        self.manager.index(name).and_then(|i| self.clusters.get(i))
+    }
+}
+
+pub struct WorkerCluster {
+    pub info: Arc<ClusterInfo>,
+    /// None only in unit tests without a stats store.
+    pub stats: Option<ClusterStats>,
+    lb: RefCell<LbState>,
+    /// Requests in flight per endpoint (least request reads them).
+    active: RefCell<Vec<u32>>,
+    idle: RefCell<Vec<Vec<Connection>>>,
+}
+
+/// An open upstream connection; `upstream_cx_active` counts it until it is dropped.
+pub struct Connection {
+    pub h1: UpstreamH1<UpstreamStream>,
+    cluster: Rc<WorkerCluster>,
+    pub endpoint: usize,
+}
+
+impl Drop for Connection {
+    fn drop(&mut self) {
+        if let Some(s) = &self.cluster.stats {
+            s.upstream_cx_active.dec();
+        }
+    }
+}
+
+/// A request in flight to an endpoint, counted until dropped.
+pub struct ActiveRequest {
+    cluster: Rc<WorkerCluster>,
+    endpoint: usize,
+}
+
+impl Drop for ActiveRequest {
+    fn drop(&mut self) {
+        if let Some(n) = self.cluster.active.borrow_mut().get_mut(self.endpoint) {
+            *n = n.saturating_sub(1);
+        }
+        if let Some(s) = &self.cluster.stats {
+            s.upstream_rq_active.dec();
+        }
+    }
+}
+
+impl WorkerCluster {
+    /// Chooses the endpoint for a request and counts the request on it.
+    pub fn pick(self: &Rc<Self>) -> Option<ActiveRequest> {
+        let endpoint = {
+            let active = self.active.borrow();
+            self.lb.borrow_mut().pick(&self.info, &active)?
+        };
+        if let Some(n) = self.active.borrow_mut().get_mut(endpoint) {
+            *n += 1;
+        }
+        if let Some(s) = &self.stats {
+            s.upstream_rq_total.inc();
+            s.upstream_rq_active.inc();
+        }
+        Some(ActiveRequest {
+            cluster: self.clone(),
+            endpoint,
+        })
+    }
+
+    /// An idle connection to the request's endpoint that still looks alive, else a new one.
+    /// The bool says whether it was reused.
+    pub async fn connection(
+        self: &Rc<Self>,
+        rq: &ActiveRequest,
+    ) -> Result<(Connection, bool), ConnectError> {
+        let endpoint = rq.endpoint;
+        loop {
+            let idle = self
+                .idle
+                .borrow_mut()
+                .get_mut(endpoint)
+                .and_then(|list| list.pop());
+            match idle {
+                Some(c) if c.h1.get_ref().idle_ok() => return Ok((c, true)),
+                Some(_) => continue,
+                None => break,
+            }
+        }
+        let e = self
+            .info
+            .endpoints
+            .get(endpoint)
+            .ok_or_else(|| ConnectError::Failed("no such endpoint".into()))?;
+        let stream = connect(&self.info, e).await;
+        if let Some(s) = &self.stats {
+            match &stream {
+                Ok(_) => {
+                    s.upstream_cx_total.inc();
+                    s.upstream_cx_active.inc();
+                }
+                Err(err) => {
+                    s.upstream_cx_total.inc();
+                    s.upstream_cx_connect_fail.inc();
+                    if matches!(err, ConnectError::Timeout) {
+                        s.upstream_cx_connect_timeout.inc();
+                    }
+                }
+            }
+        }
+        Ok((
+            Connection {
+                h1: UpstreamH1::new(stream?),
+                cluster: self.clone(),
+                endpoint,
+            },
+            false,
+        ))
+    }
+
+    /// Puts a connection whose exchange ended cleanly back in its endpoint's pool.
+    pub fn release(&self, c: Connection) {
+        if !c.h1.reusable() {
+            return;
+        }
+        let mut idle = self.idle.borrow_mut();
+        if let Some(list) = idle.get_mut(c.endpoint) {
+            if list.len() < MAX_IDLE_PER_ENDPOINT {
+                list.push(c);
+            }
+        }
+    }
+}
+
+impl ActiveRequest {
+    pub fn endpoint(&self) -> usize {
+        self.endpoint
+    }
+}
