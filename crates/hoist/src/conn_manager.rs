@@ -60,7 +60,7 @@ pub enum Routing<'a> {
         vh: &'a VirtualHostEntry,
         route: &'a Route,
     },
-    Reply(Reply),
+    Reply(Box<Reply>),
 }
 
 /// Which router stat the request counts toward.
@@ -131,7 +131,7 @@ impl HcmRuntime {
     pub fn route<'a>(&'a self, head: &RequestHead, conn: &ConnInfo) -> Routing<'a> {
         let scheme = conn.scheme();
         let Some(vh) = self.router.virtual_host(head.authority.as_deref()) else {
-            return Routing::Reply(self.no_route());
+            return Routing::Reply(Box::new(self.no_route()));
         };
         if vh.require_tls && scheme != "https" {
             let location = format!(
@@ -149,7 +149,7 @@ impl HcmRuntime {
             if let Ok(v) = HeaderValue::from_str(&location) {
                 reply.head.headers.insert(header::LOCATION, v);
             }
-            return Routing::Reply(reply);
+            return Routing::Reply(Box::new(reply));
         }
         let input = MatchInput { head, scheme };
         match vh.route(&input) {
@@ -161,7 +161,7 @@ impl HcmRuntime {
                     head.path,
                     vh.name
                 );
-                Routing::Reply(self.no_route())
+                Routing::Reply(Box::new(self.no_route()))
             }
         }
     }

@@ -163,7 +163,7 @@ impl HcmWorker {
         }
         let mut reply = match (decision, routing) {
             (Decision::Reply(r), _) => self.filter_reply(r, &mut state),
-            (_, Routing::Reply(r)) => r,
+            (_, Routing::Reply(r)) => *r,
             (_, Routing::Route { vh, route }) => match &route.action {
                 Action::Forward(action) => {
                     let cx = forward::Context {

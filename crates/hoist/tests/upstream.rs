@@ -203,6 +203,21 @@ fn keep_alive_connections_are_reused() {
     assert_eq!(h.stat("cluster.web.upstream_cx_total"), 1);
     assert_eq!(h.stat("cluster.web.upstream_cx_active"), 1);
     assert_eq!(h.stat("cluster.web.upstream_rq_total"), 20);
+    let (_, clusters) = h.admin_get("/clusters");
+    let host = format!("web::127.0.0.1:{}", a.port);
+    for line in [
+        "cx_total::1",
+        "cx_active::1",
+        "rq_total::20",
+        "rq_success::20",
+        "rq_error::0",
+    ] {
+        assert!(
+            clusters.contains(&format!("{host}::{line}\n")),
+            "{line}:\n{clusters}"
+        );
+    }
+    assert!(clusters.contains("web::observability_name::web\n"));
     // A response the upstream ends by closing is not reused.
     let (status, _, _) = get(&h, "/reset");
     assert_eq!(status, 503);

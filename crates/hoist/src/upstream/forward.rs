@@ -113,7 +113,10 @@ pub async fn forward<B: RequestBody>(
     let (mut upstream, sent_at) = loop {
         let (mut c, reused) = match cluster.connection(&rq).await {
             Ok(c) => c,
-            Err(e) => return Ok(connect_failure(&e, &cluster, &body)),
+            Err(e) => {
+                rq.outcome(None, false);
+                return Ok(connect_failure(&e, &cluster, &body));
+            }
         };
         let wrote =
             c.h1.send_head(head.method.as_str(), &head.path, &headers, framing)
@@ -124,6 +127,7 @@ pub async fn forward<B: RequestBody>(
                 retried_stale = true;
                 continue;
             }
+            rq.outcome(None, false);
             return Ok(reset_before_headers(&cluster, &body));
         }
         let sent = match &mut body {
@@ -144,6 +148,7 @@ pub async fn forward<B: RequestBody>(
             }
         };
         if !sent {
+            rq.outcome(None, false);
             let mut f = reset_before_headers(&cluster, &body);
             f.body_unread = matches!(body, Source::Stream(_));
             return Ok(f);
@@ -157,6 +162,7 @@ pub async fn forward<B: RequestBody>(
     let (mut response, length) = match read {
         Some(Ok(r)) => r,
         None => {
+            rq.outcome(None, true);
             if let Some(s) = &cluster.stats {
                 s.upstream_rq_timeout.inc();
                 s.response(504);
@@ -173,6 +179,7 @@ pub async fn forward<B: RequestBody>(
             return Ok(f);
         }
         Some(Err(ClientError::Malformed(why))) => {
+            rq.outcome(None, false);
             tracing::debug!("cluster {}: {why}", cluster.info.name);
             let mut f = local(
                 502,
@@ -186,6 +193,7 @@ pub async fn forward<B: RequestBody>(
             return Ok(f);
         }
         Some(Err(_)) => {
+            rq.outcome(None, false);
             let mut f = reset_before_headers(&cluster, &Source::<B>::None);
             f.upstream_host = peer;
             return Ok(f);
@@ -194,6 +202,7 @@ pub async fn forward<B: RequestBody>(
     if let Some(s) = &cluster.stats {
         s.response(response.status);
     }
+    rq.outcome(Some(response.status), false);
     strip_hop_by_hop(&mut response.headers);
     if !is_head {
         response.headers.remove(header::CONTENT_LENGTH);

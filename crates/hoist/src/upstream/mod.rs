@@ -10,6 +10,7 @@ mod pool;
 mod stats;
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -28,6 +29,47 @@ pub struct EndpointInfo {
     /// `host:port` (IPv6 in brackets): what auto_host_rewrite sends and the access log's
     /// %UPSTREAM_HOST% shows.
     pub label: String,
+    /// What /clusters shows per host. Shared by the workers: one relaxed atomic add per event.
+    pub stats: HostStats,
+}
+
+/// Envoy's per-host counters, as /clusters prints them.
+#[derive(Default)]
+pub struct HostStats {
+    pub cx_total: AtomicU64,
+    pub cx_active: AtomicU64,
+    pub cx_connect_fail: AtomicU64,
+    pub rq_total: AtomicU64,
+    pub rq_active: AtomicU64,
+    /// Responses below 500 (Envoy's rq_success), and 5xx or resets (rq_error).
+    pub rq_success: AtomicU64,
+    pub rq_error: AtomicU64,
+    pub rq_timeout: AtomicU64,
+}
+
+impl HostStats {
+    pub fn inc(c: &AtomicU64) {
+        c.fetch_add(1, Ordering::Relaxed);
+    }
+
+    pub fn dec(c: &AtomicU64) {
+        let _ = c.fetch_update(Ordering::Relaxed, Ordering::Relaxed, |v| v.checked_sub(1));
+    }
+
+    /// (name, value) in Envoy's /clusters order.
+    pub fn values(&self) -> [(&'static str, u64); 8] {
+        let v = |c: &AtomicU64| c.load(Ordering::Relaxed);
+        [
+            ("cx_active", v(&self.cx_active)),
+            ("cx_connect_fail", v(&self.cx_connect_fail)),
+            ("cx_total", v(&self.cx_total)),
+            ("rq_active", v(&self.rq_active)),
+            ("rq_error", v(&self.rq_error)),
+            ("rq_success", v(&self.rq_success)),
+            ("rq_timeout", v(&self.rq_timeout)),
+            ("rq_total", v(&self.rq_total)),
+        ]
+    }
 }
 
 /// A cluster compiled once at load.
@@ -76,6 +118,7 @@ impl ClusterManager {
                     host: e.host.clone(),
                     port: e.port,
                     weight: e.weight,
+                    stats: HostStats::default(),
                 })
                 .collect();
             out.by_name.insert(c.name.clone(), out.clusters.len());
@@ -99,5 +142,71 @@ impl ClusterManager {
 
     pub fn store(&self) -> Option<&Arc<Store>> {
         self.stats.as_ref()
+    }
+
+    /// `GET /clusters` in Envoy's text form: `<cluster>::<host>::<stat>::<value>` lines.
+    pub fn admin_text(&self) -> String {
+        let mut s = String::new();
+        for c in &self.clusters {
+            s.push_str(&format!("{0}::observability_name::{0}\n", c.name));
+            s.push_str(&format!("{}::added_via_api::false\n", c.name));
+            for e in &c.endpoints {
+                let host = format!("{}::{}", c.name, e.label);
+                for (name, value) in e.stats.values() {
+                    s.push_str(&format!("{host}::{name}::{value}\n"));
+                }
+                s.push_str(&format!(
+                    "{host}::hostname::{}\n",
+                    if e.host.parse::<std::net::IpAddr>().is_ok() {
+                        ""
+                    } else {
+                        e.host.as_str()
+                    }
+                ));
+                s.push_str(&format!("{host}::health_flags::healthy\n"));
+                s.push_str(&format!("{host}::weight::{}\n", e.weight));
+                s.push_str(&format!(
+                    "{host}::region::\n{host}::zone::\n{host}::sub_zone::\n"
+                ));
+                s.push_str(&format!("{host}::canary::false\n{host}::priority::0\n"));
+                s.push_str(&format!(
+                    "{host}::success_rate::-1\n{host}::local_origin_success_rate::-1\n"
+                ));
+            }
+        }
+        s
+    }
+
+    /// `GET /clusters?format=json`.
+    pub fn admin_json(&self) -> serde_json::Value {
+        let statuses: Vec<serde_json::Value> = self
+            .clusters
+            .iter()
+            .map(|c| {
+                let hosts: Vec<serde_json::Value> = c
+                    .endpoints
+                    .iter()
+                    .map(|e| {
+                        let stats: Vec<serde_json::Value> = e
+                            .stats
+                            .values()
+                            .iter()
+                            .map(|(name, value)| {
+                                let kind = if name.ends_with("active") { "GAUGE" } else { "COUNTER" };
+                                serde_json::json!({"name": name, "value": value.to_string(), "type": kind})
+                            })
+                            .collect();
+                        serde_json::json!({
+                            "address": {"socket_address": {"address": e.host, "port_value": e.port}},
+                            "stats": stats,
+                            "health_status": {"eds_health_status": "HEALTHY"},
+                            "weight": e.weight,
+                        })
+                    })
+                    .collect();
+                serde_json::json!({"name": c.name, "observability_name": c.name, "host_statuses": hosts})
+            })
+            .collect();
+        serde_json::json!({ "cluster_statuses": statuses })
     }
 }

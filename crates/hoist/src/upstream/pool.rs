@@ -10,7 +10,7 @@ use hoist_http::h1::UpstreamH1;
 use super::conn::{connect, ConnectError, UpstreamStream};
 use super::lb::LbState;
 use super::stats::ClusterStats;
-use super::{ClusterInfo, ClusterManager};
+use super::{ClusterInfo, ClusterManager, HostStats};
 
 /// Idle connections kept per endpoint; more are closed when they are released.
 const MAX_IDLE_PER_ENDPOINT: usize = 128;
@@ -26,10 +26,9 @@ impl WorkerClusters {
             .clusters
             .iter()
             .map(|info| {
-                let stats = match manager.store() {
-                    Some(store) => Some(ClusterStats::new(store, &info.name, slot)),
-                    None => None,
-                };
+                let stats = manager
+                    .store()
+                    .map(|store| ClusterStats::new(store, &info.name, slot));
                 Rc::new(WorkerCluster {
                     lb: RefCell::new(LbState::new(info)),
                     active: RefCell::new(vec![0; info.endpoints.len()]),
@@ -69,6 +68,9 @@ impl Drop for Connection {
         if let Some(s) = &self.cluster.stats {
             s.upstream_cx_active.dec();
         }
+        if let Some(e) = self.cluster.info.endpoints.get(self.endpoint) {
+            HostStats::dec(&e.stats.cx_active);
+        }
     }
 }
 
@@ -86,6 +88,9 @@ impl Drop for ActiveRequest {
         if let Some(s) = &self.cluster.stats {
             s.upstream_rq_active.dec();
         }
+        if let Some(e) = self.cluster.info.endpoints.get(self.endpoint) {
+            HostStats::dec(&e.stats.rq_active);
+        }
     }
 }
 
@@ -102,6 +107,10 @@ impl WorkerCluster {
         if let Some(s) = &self.stats {
             s.upstream_rq_total.inc();
             s.upstream_rq_active.inc();
+        }
+        if let Some(e) = self.info.endpoints.get(endpoint) {
+            HostStats::inc(&e.stats.rq_total);
+            HostStats::inc(&e.stats.rq_active);
         }
         Some(ActiveRequest {
             cluster: self.clone(),
@@ -134,6 +143,11 @@ impl WorkerCluster {
             .get(endpoint)
             .ok_or_else(|| ConnectError::Failed("no such endpoint".into()))?;
         let stream = connect(&self.info, e).await;
+        HostStats::inc(&e.stats.cx_total);
+        match &stream {
+            Ok(_) => HostStats::inc(&e.stats.cx_active),
+            Err(_) => HostStats::inc(&e.stats.cx_connect_fail),
+        }
         if let Some(s) = &self.stats {
             match &stream {
                 Ok(_) => {
@@ -176,5 +190,20 @@ impl WorkerCluster {
 impl ActiveRequest {
     pub fn endpoint(&self) -> usize {
         self.endpoint
+    }
+
+    /// Counts how the request ended on its host: a status (5xx is an error, as in Envoy),
+    /// or None for a reset or failure before one; `timeout` also counts rq_timeout.
+    pub fn outcome(&self, status: Option<u16>, timeout: bool) {
+        let Some(e) = self.cluster.info.endpoints.get(self.endpoint) else {
+            return;
+        };
+        match status {
+            Some(s) if s < 500 => HostStats::inc(&e.stats.rq_success),
+            _ => HostStats::inc(&e.stats.rq_error),
+        }
+        if timeout {
+            HostStats::inc(&e.stats.rq_timeout);
+        }
     }
 }
