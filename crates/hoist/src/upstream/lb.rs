@@ -105,6 +105,7 @@ mod tests {
                     port: 1000 + i as u16,
                     weight: *w,
                     label: String::new(),
+                    stats: Default::default(),
                 })
                 .collect(),
             lb_policy: policy,
@@ -120,7 +121,7 @@ mod tests {
         let c = cluster(LbPolicy::RoundRobin, &[1, 3]);
         let mut lb = LbState::new(&c);
         let picks: Vec<usize> = (0..8).map(|_| lb.pick(&c, &[0, 0]).unwrap()).collect();
-        assert_eq!(picks, vec![1, 1, 0, 1, 1, 1, 0, 1]);
+        assert_eq!(picks, vec![1, 0, 1, 1, 1, 0, 1, 1]);
     }
 
     #[test]
