@@ -429,3 +429,50 @@ fn upstream_tls_verifies_the_certificate_and_its_names() {
     assert!(body.contains("TLS_error"), "{body}");
     assert!(log_line(&dir, "GET /wrong").contains(" 503 UF "));
 }
+
+#[test]
+fn retries_by_policy_then_retry_limit_exceeded() {
+    let dir = TempDir::new("up-retry");
+    let a = Origin::start("a");
+    let dead = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let clusters = cluster(
+        "half",
+        &[(dead, 1), (a.port, 1)],
+        "    connect_timeout: 1s\n",
+    ) + &cluster("web", &[(a.port, 1)], "");
+    let routes = route(
+        "{prefix: /half}",
+        "{cluster: half, retry_policy: {retry_on: connect-failure, num_retries: 1}}",
+    ) + &route(
+        "{prefix: /status}",
+        "{cluster: web, retry_policy: {retry_on: 5xx, num_retries: 2, retry_back_off: {base_interval: 0.001s}}}",
+    ) + &route(
+        "{prefix: /delay}",
+        "{cluster: web, timeout: 10s, retry_policy: {retry_on: reset, num_retries: 1, per_try_timeout: 0.2s}}",
+    ) + &route("{prefix: /}", "{cluster: web}");
+    let h = start(&dir, &routes, &clusters);
+
+    // Round robin sends every request to the dead endpoint first; the retry reaches the live one.
+    for _ in 0..4 {
+        assert_eq!(get_json(&h, "/half", &[])["origin"], "a");
+    }
+    assert_eq!(h.stat("cluster.half.upstream_rq_retry"), 4);
+    assert_eq!(h.stat("cluster.half.upstream_rq_retry_success"), 4);
+    assert_eq!(h.stat("cluster.half.upstream_cx_connect_fail"), 4);
+
+    let (status, _, _) = get(&h, "/status?code=503");
+    assert_eq!(status, 503);
+    assert_eq!(h.stat("cluster.web.upstream_rq_retry"), 2);
+    assert_eq!(h.stat("cluster.web.upstream_rq_retry_limit_exceeded"), 1);
+    assert_eq!(h.stat("cluster.web.upstream_rq_5xx"), 3);
+    assert!(log_line(&dir, "GET /status?code=503").contains(" 503 URX "));
+
+    let (status, _, body) = get(&h, "/delay?ms=3000");
+    assert_eq!((status, body.as_str()), (504, "upstream request timeout"));
+    assert_eq!(h.stat("cluster.web.upstream_rq_per_try_timeout"), 2);
+    assert!(log_line(&dir, "GET /delay").contains(" 504 UT"));
+}

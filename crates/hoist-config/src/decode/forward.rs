@@ -3,8 +3,10 @@
 //! are refused with their path.
 
 use super::headers::header_value;
+use std::time::Duration;
+
 use crate::model::{
-    Cluster, ClusterSpecifier, ForwardAction, HostRewrite, Listener, RouteAction,
+    Cluster, ClusterSpecifier, ForwardAction, HostRewrite, Listener, RetryPolicy, RouteAction,
     DEFAULT_ROUTE_TIMEOUT,
 };
 use crate::reader::{Node, Result};
@@ -65,7 +67,6 @@ pub(crate) fn forward_action(node: &Node) -> Result<ForwardAction> {
         "host_rewrite_path_regex",
         "idle_timeout",
         "early_data_policy",
-        "retry_policy",
         "retry_policy_typed_config",
         "request_mirror_policies",
         "priority",
@@ -122,6 +123,10 @@ pub(crate) fn forward_action(node: &Node) -> Result<ForwardAction> {
         }
         None => HostRewrite::Keep,
     };
+    let retry_policy = m
+        .field("retry_policy")?
+        .map(|n| retry_policy(&n))
+        .transpose()?;
     let timeout = match m.opt_duration("timeout")? {
         None => Some(DEFAULT_ROUTE_TIMEOUT),
         Some(d) if d.is_zero() => None,
@@ -133,7 +138,87 @@ pub(crate) fn forward_action(node: &Node) -> Result<ForwardAction> {
         prefix_rewrite,
         host_rewrite,
         timeout,
+        retry_policy,
     })
+}
+
+const RETRY_ON: [&str; 5] = [
+    "5xx",
+    "gateway-error",
+    "connect-failure",
+    "reset",
+    "retriable-status-codes",
+];
+
+fn retry_policy(node: &Node) -> Result<RetryPolicy> {
+    let mut m = node.message()?;
+    m.unsupported(&[
+        "retry_host_predicate",
+        "retry_priority",
+        "host_selection_retry_max_attempts",
+        "retriable_headers",
+        "retriable_request_headers",
+        "rate_limited_retry_back_off",
+        "retry_options_predicates",
+        "per_try_idle_timeout",
+    ])?;
+    let mut p = RetryPolicy {
+        on_5xx: false,
+        on_gateway_error: false,
+        on_connect_failure: false,
+        on_reset: false,
+        on_retriable_status_codes: false,
+        num_retries: 1,
+        per_try_timeout: None,
+        retriable_status_codes: Vec::new(),
+        base_interval: Duration::from_millis(25),
+        max_interval: Duration::from_millis(250),
+    };
+    if let Some(n) = m.field("retry_on")? {
+        for item in n
+            .string()?
+            .split(',')
+            .map(str::trim)
+            .filter(|s| !s.is_empty())
+        {
+            match RETRY_ON.iter().position(|c| *c == item) {
+                Some(0) => p.on_5xx = true,
+                Some(1) => p.on_gateway_error = true,
+                Some(2) => p.on_connect_failure = true,
+                Some(3) => p.on_reset = true,
+                Some(_) => p.on_retriable_status_codes = true,
+                None => {
+                    return Err(n.error(format!(
+                        "retry_on \"{item}\" is not supported by hoist yet ({} are)",
+                        RETRY_ON.join(", ")
+                    )))
+                }
+            }
+        }
+    }
+    p.num_retries = m.u32("num_retries", 1, 0..=u32::MAX)?;
+    p.per_try_timeout = m.opt_duration("per_try_timeout")?.filter(|d| !d.is_zero());
+    for n in m.list("retriable_status_codes")? {
+        let code = n.u32_in(100..=599)?;
+        p.retriable_status_codes
+            .push(u16::try_from(code).unwrap_or(0));
+    }
+    if let Some(n) = m.field("retry_back_off")? {
+        let mut b = n.message()?;
+        let base = b.required("base_interval")?.duration()?;
+        if base.is_zero() {
+            return Err(b.error("base_interval must be greater than 0"));
+        }
+        let max = b.opt_duration("max_interval")?.unwrap_or(base * 10);
+        if max < base {
+            return Err(b.error("max_interval must not be less than base_interval"));
+        }
+        b.finish()?;
+        p.base_interval = base;
+        p.max_interval = max;
+    }
+    m.finish()?;
+    Ok(p)
 }
 
 fn weighted_clusters(node: &Node) -> Result<ClusterSpecifier> {
@@ -194,7 +279,6 @@ fn is_header_name(name: &str) -> bool {
 mod tests {
     use super::*;
     use serde_json::json;
-    use std::time::Duration;
 
     fn decode(v: serde_json::Value) -> std::result::Result<ForwardAction, String> {
         forward_action(&Node::new(&v, "route")).map_err(|e| e.to_string())
@@ -241,6 +325,21 @@ mod tests {
 
     #[test]
     fn unimplemented_fields_are_refused_with_their_path() {
+        let a = decode(json!({"cluster": "a", "retry_policy": {
+            "retry_on": "5xx,connect-failure", "num_retries": 3, "per_try_timeout": "1s",
+            "retry_back_off": {"base_interval": "0.01s"}}}))
+        .unwrap();
+        let r = a.retry_policy.unwrap();
+        assert!(r.on_5xx && r.on_connect_failure && !r.on_reset);
+        assert_eq!(r.num_retries, 3);
+        assert_eq!(r.per_try_timeout, Some(Duration::from_secs(1)));
+        assert_eq!(r.max_interval, Duration::from_millis(100));
+        let err = decode(json!({"cluster": "a", "retry_policy": {"retry_on": "refused-stream"}}))
+            .unwrap_err();
+        assert!(
+            err.starts_with("route.retry_policy.retry_on: retry_on \"refused-stream\""),
+            "{err}"
+        );
         let err = decode(json!({"cluster": "a", "hash_policy": []})).unwrap_err();
         assert_eq!(
             err,

@@ -179,6 +179,26 @@ pub struct ForwardAction {
     pub host_rewrite: HostRewrite,
     /// `timeout`; None: `0s`, no timeout.
     pub timeout: Option<Duration>,
+    pub retry_policy: Option<RetryPolicy>,
+}
+
+/// `envoy.config.route.v3.RetryPolicy`, the subset hoist implements.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RetryPolicy {
+    /// `retry_on` conditions.
+    pub on_5xx: bool,
+    pub on_gateway_error: bool,
+    pub on_connect_failure: bool,
+    pub on_reset: bool,
+    pub on_retriable_status_codes: bool,
+    /// `num_retries`, default 1.
+    pub num_retries: u32,
+    /// `per_try_timeout`; None: only the route timeout.
+    pub per_try_timeout: Option<Duration>,
+    pub retriable_status_codes: Vec<u16>,
+    /// `retry_back_off{base_interval (25 ms), max_interval (10 x base)}`.
+    pub base_interval: Duration,
+    pub max_interval: Duration,
 }
 
 #[derive(Clone, Debug)]

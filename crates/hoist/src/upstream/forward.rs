@@ -6,15 +6,16 @@
 
 use std::net::SocketAddr;
 use std::rc::Rc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use bytes::Bytes;
-use hoist_config::model::{ClusterSpecifier, ForwardAction, HostRewrite, PathMatch};
+use hoist_config::model::{ClusterSpecifier, ForwardAction, HostRewrite, PathMatch, RetryPolicy};
 use hoist_http::body::StreamBody;
-use hoist_http::h1::{ClientError, RequestFraming};
+use hoist_http::h1::RequestFraming;
 use hoist_http::{Body, RequestHead, ResponseFlags, ResponseHead, Version};
 use http::header::{self, HeaderMap, HeaderName, HeaderValue};
 
+use super::attempt::{attempt, Attempt, Failure, NoBody, Request};
 use super::conn::ConnectError;
 use super::pool::{ActiveRequest, Connection, WorkerCluster, WorkerClusters};
 use crate::connection::ConnInfo;
@@ -90,113 +91,195 @@ pub async fn forward<B: RequestBody>(
         ));
     };
     let cluster = cluster.clone();
-    let Some(rq) = cluster.pick() else {
-        return Ok(local(
-            503,
-            "no healthy upstream",
-            ResponseFlags::NO_HEALTHY_UPSTREAM,
-            "no_healthy_upstream",
-            &body,
-        ));
-    };
-    let endpoint_label = cluster
-        .info
-        .endpoints
-        .get(rq.endpoint())
-        .map(|e| e.label.clone())
-        .unwrap_or_default();
-    rewrite_request(cx, action, head, &endpoint_label);
+    rewrite_request(cx, action, head);
     let (framing, chunked) = request_framing(head, &body);
-    let headers = upstream_headers(head);
-    let is_head = head.method == http::Method::HEAD;
-    let mut retried_stale = false;
-    let (mut upstream, sent_at) = loop {
-        let (mut c, reused) = match cluster.connection(&rq).await {
-            Ok(c) => c,
-            Err(e) => {
-                rq.outcome(None, false);
-                return Ok(connect_failure(&e, &cluster, &body));
-            }
-        };
-        let wrote =
-            c.h1.send_head(head.method.as_str(), &head.path, &headers, framing)
-                .await;
-        if wrote.is_err() {
-            // A pooled connection the upstream closed while idle: one fresh try.
-            if reused && !retried_stale {
-                retried_stale = true;
-                continue;
-            }
-            rq.outcome(None, false);
-            return Ok(reset_before_headers(&cluster, &body));
-        }
-        let sent = match &mut body {
-            Source::None => c.h1.finish_body(false).await.is_ok(),
-            Source::Buffered(b) => {
-                c.h1.send_body_piece(b, chunked).await.is_ok()
-                    && c.h1.finish_body(chunked).await.is_ok()
-            }
-            Source::Stream(b) => {
-                let mut ok = true;
-                while let Some(piece) = b.next_chunk().await? {
-                    if c.h1.send_body_piece(&piece, chunked).await.is_err() {
-                        ok = false;
-                        break;
-                    }
-                }
-                ok && c.h1.finish_body(chunked).await.is_ok()
-            }
-        };
-        if !sent {
-            rq.outcome(None, false);
-            let mut f = reset_before_headers(&cluster, &body);
-            f.body_unread = matches!(body, Source::Stream(_));
-            return Ok(f);
-        }
-        // Envoy's route timeout starts when the downstream request is complete.
-        break (c, Instant::now());
+    let mut headers = upstream_headers(head);
+    let request = Request {
+        method: head.method.as_str().to_owned(),
+        path: head.path.clone(),
+        framing,
+        chunked,
+        is_head: head.method == http::Method::HEAD,
     };
-    let deadline = action.timeout.map(|t| sent_at + t);
-    let read = within(deadline, upstream.h1.read_head(is_head)).await;
-    let peer = peer_addr(&upstream);
-    let (mut response, length) = match read {
-        Some(Ok(r)) => r,
-        None => {
-            rq.outcome(None, true);
-            if let Some(s) = &cluster.stats {
-                s.upstream_rq_timeout.inc();
-                s.response(504);
+    // A streamed body cannot be sent twice: retries need it whole (or absent).
+    let policy = action
+        .retry_policy
+        .as_ref()
+        .filter(|_| !matches!(body, Source::Stream(_)));
+    let mut retries_left = policy.map_or(0, |p| p.num_retries);
+    let mut retried = 0u32;
+    let mut deadline: Option<Instant> = None;
+    loop {
+        let Some(rq) = cluster.pick() else {
+            return Ok(local(
+                503,
+                "no healthy upstream",
+                ResponseFlags::NO_HEALTHY_UPSTREAM,
+                "no_healthy_upstream",
+                &body,
+            ));
+        };
+        if action.host_rewrite == HostRewrite::Auto {
+            if let Some(e) = cluster.info.endpoints.get(rq.endpoint()) {
+                head.authority = Some(e.label.clone());
+                if let Ok(v) = HeaderValue::from_str(&e.label) {
+                    headers.insert(header::HOST, v);
+                }
             }
-            let mut f = local(
-                504,
-                "upstream request timeout",
-                ResponseFlags::UPSTREAM_REQUEST_TIMEOUT,
-                "upstream_response_timeout",
-                &Source::<B>::None,
-            );
+        }
+        let per_try = policy.and_then(|p| p.per_try_timeout);
+        let result = attempt(
+            &cluster,
+            &rq,
+            &request,
+            &headers,
+            &mut body,
+            action.timeout,
+            per_try,
+            &mut deadline,
+        )
+        .await?;
+        let retriable = policy.is_some_and(|p| should_retry(p, &result));
+        if retriable && retries_left > 0 && deadline.is_none_or(|d| Instant::now() < d) {
+            retries_left -= 1;
+            retried += 1;
+            if let Some(s) = &cluster.stats {
+                s.upstream_rq_retry.inc();
+            }
+            record(&cluster, &rq, &result);
+            drop(rq);
+            if let Some(p) = policy {
+                backoff(p, retried, deadline).await;
+            }
+            continue;
+        }
+        let mut f = finish(&cluster, rq, result, deadline, &body, request.is_head);
+        if retried > 0 {
+            if retriable {
+                if let Some(s) = &cluster.stats {
+                    s.upstream_rq_retry_limit_exceeded.inc();
+                }
+                f.flags = f.flags | ResponseFlags::UPSTREAM_RETRY_LIMIT_EXCEEDED;
+            } else if let Some(s) = &cluster.stats {
+                s.upstream_rq_retry_success.inc();
+            }
+        }
+        return Ok(f);
+    }
+}
+
+/// Envoy's retry back-off: a random wait in [0, min(base * 2^(n-1), max)), within the route
+/// timeout.
+async fn backoff(p: &RetryPolicy, retry: u32, deadline: Option<Instant>) {
+    let ceiling = p
+        .base_interval
+        .saturating_mul(1u32 << retry.saturating_sub(1).min(16))
+        .min(p.max_interval);
+    let millis = ceiling.as_millis().max(1) as u64;
+    let wait = Duration::from_millis(crate::request_id::random_u64() % millis);
+    let until = Instant::now() + wait;
+    let until = deadline.map_or(until, |d| d.min(until));
+    tokio::time::sleep_until(until.into()).await;
+}
+
+/// Whether `retry_on` covers how an attempt ended.
+fn should_retry(p: &RetryPolicy, r: &Attempt) -> bool {
+    match r {
+        Attempt::Response { response, .. } => {
+            let s = response.status;
+            (p.on_5xx && s >= 500)
+                || (p.on_gateway_error && matches!(s, 502..=504))
+                || (p.on_retriable_status_codes && p.retriable_status_codes.contains(&s))
+        }
+        Attempt::Failed { failure, .. } => match failure {
+            Failure::Connect(_) => p.on_5xx || p.on_gateway_error || p.on_connect_failure,
+            Failure::Reset | Failure::Malformed | Failure::PerTryTimeout => {
+                p.on_5xx || p.on_gateway_error || p.on_reset
+            }
+            Failure::GlobalTimeout | Failure::RequestBody => false,
+        },
+    }
+}
+
+/// Counts an attempt that is retried on its host and in the cluster's response codes.
+fn record(cluster: &WorkerCluster, rq: &ActiveRequest, r: &Attempt) {
+    match r {
+        Attempt::Response { response, .. } => {
+            rq.outcome(Some(response.status), false);
+            if let Some(s) = &cluster.stats {
+                s.response(response.status);
+            }
+        }
+        Attempt::Failed { failure, .. } => {
+            rq.outcome(None, matches!(failure, Failure::PerTryTimeout));
+            if let Some(s) = &cluster.stats {
+                if matches!(failure, Failure::PerTryTimeout) {
+                    s.upstream_rq_per_try_timeout.inc();
+                }
+            }
+        }
+    }
+}
+
+/// The attempt that ends the request, as the response or local reply to send.
+fn finish<B>(
+    cluster: &Rc<WorkerCluster>,
+    rq: ActiveRequest,
+    result: Attempt,
+    deadline: Option<Instant>,
+    body: &Source<'_, B>,
+    is_head: bool,
+) -> Forwarded {
+    let (upstream, mut response, length, sent_at, peer) = match result {
+        Attempt::Response {
+            conn,
+            response,
+            length,
+            sent_at,
+            peer,
+        } => (*conn, response, length, sent_at, peer),
+        Attempt::Failed { failure, peer } => {
+            let timeout = matches!(failure, Failure::GlobalTimeout | Failure::PerTryTimeout);
+            rq.outcome(None, timeout);
+            let mut f = match &failure {
+                Failure::Connect(e) => connect_failure(e, cluster),
+                Failure::GlobalTimeout | Failure::PerTryTimeout => {
+                    if let Some(s) = &cluster.stats {
+                        if matches!(failure, Failure::PerTryTimeout) {
+                            s.upstream_rq_per_try_timeout.inc();
+                        } else {
+                            s.upstream_rq_timeout.inc();
+                        }
+                        s.response(504);
+                    }
+                    local(
+                        504,
+                        "upstream request timeout",
+                        ResponseFlags::UPSTREAM_REQUEST_TIMEOUT,
+                        "upstream_response_timeout",
+                        &Source::<B>::None,
+                    )
+                }
+                Failure::Malformed => {
+                    if let Some(s) = &cluster.stats {
+                        s.response(502);
+                    }
+                    local(
+                        502,
+                        &format!("{BEFORE_HEADERS}reset reason: protocol error"),
+                        ResponseFlags::UPSTREAM_PROTOCOL_ERROR,
+                        "upstream_reset_before_response_started{protocol_error}",
+                        &Source::<B>::None,
+                    )
+                }
+                Failure::Reset | Failure::RequestBody => reset_before_headers(cluster),
+            };
             f.upstream_host = peer;
             f.cluster = Some(cluster.info.name.clone());
-            return Ok(f);
-        }
-        Some(Err(ClientError::Malformed(why))) => {
-            rq.outcome(None, false);
-            tracing::debug!("cluster {}: {why}", cluster.info.name);
-            let mut f = local(
-                502,
-                &format!("{BEFORE_HEADERS}reset reason: protocol error"),
-                ResponseFlags::UPSTREAM_PROTOCOL_ERROR,
-                "upstream_reset_before_response_started{protocol_error}",
-                &Source::<B>::None,
-            );
-            f.upstream_host = peer;
-            f.cluster = Some(cluster.info.name.clone());
-            return Ok(f);
-        }
-        Some(Err(_)) => {
-            rq.outcome(None, false);
-            let mut f = reset_before_headers(&cluster, &Source::<B>::None);
-            f.upstream_host = peer;
-            return Ok(f);
+            // An unsent body is still on the downstream connection.
+            f.body_unread = matches!(body, Source::Stream(_))
+                && matches!(failure, Failure::Connect(_) | Failure::RequestBody);
+            return f;
         }
     };
     if let Some(s) = &cluster.stats {
@@ -221,7 +304,7 @@ pub async fn forward<B: RequestBody>(
         tokio::task::spawn_local(pump(upstream, cluster.clone(), rq, tx, deadline));
         Body::Stream(stream)
     };
-    Ok(Forwarded {
+    Forwarded {
         head: response,
         body,
         flags: ResponseFlags::NONE,
@@ -230,7 +313,7 @@ pub async fn forward<B: RequestBody>(
         upstream_host: peer,
         cluster: Some(cluster.info.name.clone()),
         body_unread: false,
-    })
+    }
 }
 
 /// Moves the response body from the upstream connection into the channel the downstream
@@ -278,7 +361,7 @@ async fn pump(
     }
 }
 
-fn rewrite_request(cx: &Context<'_>, action: &ForwardAction, head: &mut RequestHead, label: &str) {
+fn rewrite_request(cx: &Context<'_>, action: &ForwardAction, head: &mut RequestHead) {
     if let Some(rewrite) = &action.prefix_rewrite {
         let matched = match cx.path_match {
             PathMatch::Prefix(p) | PathMatch::PathSeparatedPrefix(p) => Some(p.len()),
@@ -294,13 +377,9 @@ fn rewrite_request(cx: &Context<'_>, action: &ForwardAction, head: &mut RequestH
             }
         }
     }
-    let host = match &action.host_rewrite {
-        HostRewrite::Keep => None,
-        HostRewrite::Literal(h) => Some(h.clone()),
-        HostRewrite::Auto => Some(label.to_owned()),
-    };
-    if let Some(h) = host {
-        head.authority = Some(h);
+    // auto_host_rewrite is applied per attempt, once the endpoint is known.
+    if let HostRewrite::Literal(h) = &action.host_rewrite {
+        head.authority = Some(h.clone());
     }
     if let Some(a) = head.authority.as_deref() {
         if let Ok(v) = HeaderValue::from_str(a) {
@@ -378,18 +457,7 @@ fn strip_hop_by_hop(h: &mut HeaderMap) {
     }
 }
 
-fn peer_addr(c: &Connection) -> Option<SocketAddr> {
-    match c.h1.get_ref() {
-        super::conn::UpstreamStream::Plain(t) => t.peer_addr().ok(),
-        super::conn::UpstreamStream::Tls(t) => t.get_ref().0.peer_addr().ok(),
-    }
-}
-
-fn connect_failure<B>(
-    e: &ConnectError,
-    cluster: &WorkerCluster,
-    body: &Source<'_, B>,
-) -> Forwarded {
+fn connect_failure(e: &ConnectError, cluster: &WorkerCluster) -> Forwarded {
     let reason = match e {
         ConnectError::Timeout => "reset reason: connection timeout".to_owned(),
         ConnectError::Failed(why) => {
@@ -404,13 +472,13 @@ fn connect_failure<B>(
         &format!("{BEFORE_HEADERS}{reason}"),
         ResponseFlags::UPSTREAM_CONNECTION_FAILURE,
         "upstream_reset_before_response_started{remote_connection_failure}",
-        body,
+        &Source::<NoBody>::None,
     );
     f.cluster = Some(cluster.info.name.clone());
     f
 }
 
-fn reset_before_headers<B>(cluster: &WorkerCluster, body: &Source<'_, B>) -> Forwarded {
+fn reset_before_headers(cluster: &WorkerCluster) -> Forwarded {
     if let Some(s) = &cluster.stats {
         s.response(503);
     }
@@ -419,7 +487,7 @@ fn reset_before_headers<B>(cluster: &WorkerCluster, body: &Source<'_, B>) -> For
         &format!("{BEFORE_HEADERS}reset reason: connection termination"),
         ResponseFlags::UPSTREAM_CONNECTION_TERMINATION,
         "upstream_reset_before_response_started{connection_termination}",
-        body,
+        &Source::<NoBody>::None,
     );
     f.cluster = Some(cluster.info.name.clone());
     f

@@ -3,6 +3,7 @@
 //! balancer state, active request counts, stats handles). The router's side of a request
 //! (pick a cluster and an endpoint, send, stream the response back) is in [`forward`].
 
+mod attempt;
 mod conn;
 pub mod forward;
 mod lb;

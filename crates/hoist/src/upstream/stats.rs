@@ -17,9 +17,13 @@ pub struct ClusterStats {
     pub upstream_rq_4xx: WorkerCounter,
     pub upstream_rq_5xx: WorkerCounter,
     pub upstream_rq_timeout: WorkerCounter,
+    pub upstream_rq_per_try_timeout: WorkerCounter,
+    pub upstream_rq_retry: WorkerCounter,
+    pub upstream_rq_retry_success: WorkerCounter,
+    pub upstream_rq_retry_limit_exceeded: WorkerCounter,
 }
 
-const COUNTERS: [&str; 9] = [
+const COUNTERS: [&str; 13] = [
     "upstream_cx_total",
     "upstream_cx_connect_fail",
     "upstream_cx_connect_timeout",
@@ -29,6 +33,10 @@ const COUNTERS: [&str; 9] = [
     "upstream_rq_4xx",
     "upstream_rq_5xx",
     "upstream_rq_timeout",
+    "upstream_rq_per_try_timeout",
+    "upstream_rq_retry",
+    "upstream_rq_retry_success",
+    "upstream_rq_retry_limit_exceeded",
 ];
 
 /// Creates every stat of a cluster at load, so they show (as 0) before any traffic; the
@@ -72,6 +80,10 @@ impl ClusterStats {
             upstream_rq_4xx: c("upstream_rq_4xx"),
             upstream_rq_5xx: c("upstream_rq_5xx"),
             upstream_rq_timeout: c("upstream_rq_timeout"),
+            upstream_rq_per_try_timeout: c("upstream_rq_per_try_timeout"),
+            upstream_rq_retry: c("upstream_rq_retry"),
+            upstream_rq_retry_success: c("upstream_rq_retry_success"),
+            upstream_rq_retry_limit_exceeded: c("upstream_rq_retry_limit_exceeded"),
         }
     }
 
