@@ -476,3 +476,38 @@ fn retries_by_policy_then_retry_limit_exceeded() {
     assert_eq!(h.stat("cluster.web.upstream_rq_per_try_timeout"), 2);
     assert!(log_line(&dir, "GET /delay").contains(" 504 UT"));
 }
+
+#[test]
+fn max_requests_per_connection_and_idle_timeout_retire_connections() {
+    let dir = TempDir::new("up-retire");
+    let a = Origin::start("a");
+    let clusters = cluster(
+        "capped",
+        &[(a.port, 1)],
+        "    common_http_protocol_options: {max_requests_per_connection: 3}\n",
+    ) + &cluster(
+        "idle",
+        &[(a.port, 1)],
+        "    common_http_protocol_options: {idle_timeout: 0.2s}\n",
+    );
+    let routes =
+        route("{prefix: /idle}", "{cluster: idle}") + &route("{prefix: /}", "{cluster: capped}");
+    let h = start(&dir, &routes, &clusters);
+    let numbers: Vec<u64> = (0..7)
+        .map(|_| get_json(&h, "/", &[])["connection"].as_u64().unwrap())
+        .collect();
+    assert_eq!(numbers[0..3], [numbers[0]; 3], "{numbers:?}");
+    assert_eq!(numbers[3..6], [numbers[3]; 3], "{numbers:?}");
+    assert!(
+        numbers[0] != numbers[3] && numbers[3] != numbers[6],
+        "{numbers:?}"
+    );
+    assert_eq!(h.stat("cluster.capped.upstream_cx_total"), 3);
+    assert_eq!(h.stat("cluster.capped.upstream_cx_max_requests"), 2);
+
+    let first = get_json(&h, "/idle", &[])["connection"].as_u64().unwrap();
+    std::thread::sleep(Duration::from_millis(500));
+    let second = get_json(&h, "/idle", &[])["connection"].as_u64().unwrap();
+    assert_ne!(first, second);
+    assert_eq!(h.stat("cluster.idle.upstream_cx_idle_timeout"), 1);
+}

@@ -8,7 +8,7 @@ use super::tls::validation_context;
 use crate::extension::{select, Kind, Slot};
 use crate::model::{
     Cluster, DiscoveryType, DnsLookupFamily, Endpoint, LbPolicy, UpstreamTlsContext,
-    DEFAULT_CONNECT_TIMEOUT,
+    DEFAULT_CONNECT_TIMEOUT, DEFAULT_UPSTREAM_IDLE_TIMEOUT,
 };
 use crate::reader::{Message, Node, Result};
 
@@ -72,10 +72,8 @@ fn cluster(node: &Node) -> Result<Cluster> {
         "common_lb_config",
         "load_balancing_policy",
         "health_checks",
-        "max_requests_per_connection",
         "circuit_breakers",
         "upstream_http_protocol_options",
-        "common_http_protocol_options",
         "http_protocol_options",
         "http2_protocol_options",
         "typed_extension_protocol_options",
@@ -147,6 +145,27 @@ fn cluster(node: &Node) -> Result<Cluster> {
         Some(2) => DnsLookupFamily::V6Only,
         _ => DnsLookupFamily::V4Preferred,
     };
+    let mut idle_timeout = Some(DEFAULT_UPSTREAM_IDLE_TIMEOUT);
+    let mut max_requests_per_connection = m
+        .opt_u32("max_requests_per_connection", 0..=u32::MAX)?
+        .filter(|n| *n > 0);
+    if let Some(n) = m.field("common_http_protocol_options")? {
+        let mut o = n.message()?;
+        o.unsupported(&[
+            "max_connection_duration",
+            "max_headers_count",
+            "max_response_headers_kb",
+            "max_stream_duration",
+            "headers_with_underscores_action",
+        ])?;
+        if let Some(d) = o.opt_duration("idle_timeout")? {
+            idle_timeout = (!d.is_zero()).then_some(d);
+        }
+        if let Some(max) = o.opt_u32("max_requests_per_connection", 0..=u32::MAX)? {
+            max_requests_per_connection = (max > 0).then_some(max);
+        }
+        o.finish()?;
+    }
     let assignment = m.required("load_assignment")?;
     let endpoints = load_assignment(&assignment, discovery)?;
     let tls = match m.field("transport_socket")? {
@@ -161,6 +180,8 @@ fn cluster(node: &Node) -> Result<Cluster> {
         dns_lookup_family,
         endpoints,
         lb_policy,
+        idle_timeout,
+        max_requests_per_connection,
         tls,
         yaml_path,
     })
@@ -366,6 +387,22 @@ mod tests {
         );
         assert!(c[0].tls.is_none());
         assert_eq!(c[0].lb_policy, LbPolicy::RoundRobin);
+        assert_eq!(c[0].idle_timeout, Some(DEFAULT_UPSTREAM_IDLE_TIMEOUT));
+        assert_eq!(c[0].max_requests_per_connection, None);
+        let c = decode(json!([{"name": "a", "load_assignment": endpoint("127.0.0.1", 1),
+            "common_http_protocol_options": {"idle_timeout": "0s", "max_requests_per_connection": 3}}]))
+        .unwrap();
+        assert_eq!(c[0].idle_timeout, None);
+        assert_eq!(c[0].max_requests_per_connection, Some(3));
+        let err = decode(
+            json!([{"name": "a", "load_assignment": endpoint("127.0.0.1", 1),
+            "common_http_protocol_options": {"max_stream_duration": "1s"}}]),
+        )
+        .unwrap_err();
+        assert!(
+            err.contains("common_http_protocol_options: field \"max_stream_duration\""),
+            "{err}"
+        );
     }
 
     #[test]

@@ -9,6 +9,9 @@ use super::tls::SanMatch;
 /// Envoy's default `connect_timeout`.
 pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
 
+/// Envoy's default upstream connection `idle_timeout`.
+pub const DEFAULT_UPSTREAM_IDLE_TIMEOUT: Duration = Duration::from_secs(3600);
+
 /// `type`: how the endpoints' addresses are found.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum DiscoveryType {
@@ -77,6 +80,11 @@ pub struct Cluster {
     /// In configuration order (filters that need one endpoint take the first).
     pub endpoints: Vec<Endpoint>,
     pub lb_policy: LbPolicy,
+    /// `common_http_protocol_options.idle_timeout` (default 1 h); None: `0s`, never.
+    pub idle_timeout: Option<Duration>,
+    /// `common_http_protocol_options.max_requests_per_connection` (or the deprecated
+    /// top-level field); None: unlimited.
+    pub max_requests_per_connection: Option<u32>,
     /// `transport_socket` with an UpstreamTlsContext; None is plain TCP.
     pub tls: Option<UpstreamTlsContext>,
     pub yaml_path: String,

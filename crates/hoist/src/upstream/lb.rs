@@ -110,6 +110,8 @@ mod tests {
                 .collect(),
             lb_policy: policy,
             connect_timeout: Duration::from_secs(1),
+            idle_timeout: None,
+            max_requests_per_connection: None,
             resolve: false,
             family: Default::default(),
             tls: None,

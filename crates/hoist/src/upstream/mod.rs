@@ -79,6 +79,8 @@ pub struct ClusterInfo {
     pub endpoints: Vec<EndpointInfo>,
     pub lb_policy: LbPolicy,
     pub connect_timeout: Duration,
+    pub idle_timeout: Option<Duration>,
+    pub max_requests_per_connection: Option<u32>,
     /// Host names are resolved at connect time (STRICT_DNS, LOGICAL_DNS).
     pub resolve: bool,
     pub family: DnsLookupFamily,
@@ -128,6 +130,8 @@ impl ClusterManager {
                 endpoints,
                 lb_policy: c.lb_policy,
                 connect_timeout: c.connect_timeout,
+                idle_timeout: c.idle_timeout,
+                max_requests_per_connection: c.max_requests_per_connection,
                 resolve: c.discovery != DiscoveryType::Static,
                 family: c.dns_lookup_family,
                 tls,

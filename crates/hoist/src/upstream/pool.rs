@@ -4,6 +4,7 @@
 use std::cell::RefCell;
 use std::rc::Rc;
 use std::sync::Arc;
+use std::time::Instant;
 
 use hoist_http::h1::UpstreamH1;
 
@@ -61,6 +62,30 @@ pub struct Connection {
     pub h1: UpstreamH1<UpstreamStream>,
     cluster: Rc<WorkerCluster>,
     pub endpoint: usize,
+    /// Requests this connection has carried (max_requests_per_connection).
+    requests: u32,
+    /// When it last went back to the pool (idle_timeout).
+    idle_since: Instant,
+}
+
+impl Connection {
+    /// An idle connection may carry another request: within idle_timeout (checked when it
+    /// would be reused; a connection nobody asks for stays open until then) and not closed by
+    /// the upstream.
+    fn usable(&self) -> bool {
+        let expired = self
+            .cluster
+            .info
+            .idle_timeout
+            .is_some_and(|t| self.idle_since.elapsed() >= t);
+        if expired {
+            if let Some(s) = &self.cluster.stats {
+                s.upstream_cx_idle_timeout.inc();
+            }
+            return false;
+        }
+        self.h1.get_ref().idle_ok()
+    }
 }
 
 impl Drop for Connection {
@@ -132,7 +157,10 @@ impl WorkerCluster {
                 .get_mut(endpoint)
                 .and_then(|list| list.pop());
             match idle {
-                Some(c) if c.h1.get_ref().idle_ok() => return Ok((c, true)),
+                Some(mut c) if c.usable() => {
+                    c.requests += 1;
+                    return Ok((c, true));
+                }
                 Some(_) => continue,
                 None => break,
             }
@@ -168,16 +196,28 @@ impl WorkerCluster {
                 h1: UpstreamH1::new(stream?),
                 cluster: self.clone(),
                 endpoint,
+                requests: 1,
+                idle_since: Instant::now(),
             },
             false,
         ))
     }
 
     /// Puts a connection whose exchange ended cleanly back in its endpoint's pool.
-    pub fn release(&self, c: Connection) {
-        if !c.h1.reusable() {
+    pub fn release(&self, mut c: Connection) {
+        let exhausted = self
+            .info
+            .max_requests_per_connection
+            .is_some_and(|max| c.requests >= max);
+        if !c.h1.reusable() || exhausted {
+            if exhausted {
+                if let Some(s) = &self.stats {
+                    s.upstream_cx_max_requests.inc();
+                }
+            }
             return;
         }
+        c.idle_since = Instant::now();
         let mut idle = self.idle.borrow_mut();
         if let Some(list) = idle.get_mut(c.endpoint) {
             if list.len() < MAX_IDLE_PER_ENDPOINT {

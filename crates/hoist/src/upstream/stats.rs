@@ -18,12 +18,14 @@ pub struct ClusterStats {
     pub upstream_rq_5xx: WorkerCounter,
     pub upstream_rq_timeout: WorkerCounter,
     pub upstream_rq_per_try_timeout: WorkerCounter,
+    pub upstream_cx_idle_timeout: WorkerCounter,
+    pub upstream_cx_max_requests: WorkerCounter,
     pub upstream_rq_retry: WorkerCounter,
     pub upstream_rq_retry_success: WorkerCounter,
     pub upstream_rq_retry_limit_exceeded: WorkerCounter,
 }
 
-const COUNTERS: [&str; 13] = [
+const COUNTERS: [&str; 15] = [
     "upstream_cx_total",
     "upstream_cx_connect_fail",
     "upstream_cx_connect_timeout",
@@ -34,6 +36,8 @@ const COUNTERS: [&str; 13] = [
     "upstream_rq_5xx",
     "upstream_rq_timeout",
     "upstream_rq_per_try_timeout",
+    "upstream_cx_idle_timeout",
+    "upstream_cx_max_requests",
     "upstream_rq_retry",
     "upstream_rq_retry_success",
     "upstream_rq_retry_limit_exceeded",
@@ -81,6 +85,8 @@ impl ClusterStats {
             upstream_rq_5xx: c("upstream_rq_5xx"),
             upstream_rq_timeout: c("upstream_rq_timeout"),
             upstream_rq_per_try_timeout: c("upstream_rq_per_try_timeout"),
+            upstream_cx_idle_timeout: c("upstream_cx_idle_timeout"),
+            upstream_cx_max_requests: c("upstream_cx_max_requests"),
             upstream_rq_retry: c("upstream_rq_retry"),
             upstream_rq_retry_success: c("upstream_rq_retry_success"),
             upstream_rq_retry_limit_exceeded: c("upstream_rq_retry_limit_exceeded"),
