@@ -511,3 +511,76 @@ fn max_requests_per_connection_and_idle_timeout_retire_connections() {
     assert_ne!(first, second);
     assert_eq!(h.stat("cluster.idle.upstream_cx_idle_timeout"), 1);
 }
+
+/// Starts a slow request in the background, then sends `path` once the slow one is in flight
+/// at the origin (`cluster`'s upstream_rq_active is 1).
+fn while_busy(
+    h: &Hoist,
+    cluster: &str,
+    busy: &str,
+    path: &str,
+) -> ((u16, String), (u16, HashMap<String, String>, String)) {
+    let busy_url = url(h, busy);
+    let first = std::thread::spawn(move || {
+        let out = curl(&["-w", "\n%{http_code}", &busy_url]);
+        let text = String::from_utf8_lossy(&out.stdout).into_owned();
+        let (body, code) = text.rsplit_once('\n').unwrap();
+        (code.parse().unwrap(), body.to_owned())
+    });
+    let stat = format!("cluster.{cluster}.upstream_rq_active");
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while h.stat(&stat) == 0 {
+        assert!(Instant::now() < deadline, "the slow request never started");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let second = get(h, path);
+    (first.join().unwrap(), second)
+}
+
+#[test]
+fn circuit_breakers_overflow_with_503_uo() {
+    let dir = TempDir::new("up-cb");
+    let a = Origin::start("a");
+    let clusters = cluster(
+        "rq",
+        &[(a.port, 1)],
+        "    circuit_breakers: {thresholds: [{max_requests: 1}]}\n",
+    ) + &cluster(
+        "nopending",
+        &[(a.port, 1)],
+        "    circuit_breakers: {thresholds: [{max_connections: 1, max_pending_requests: 0}]}\n",
+    ) + &cluster(
+        "queue",
+        &[(a.port, 1)],
+        "    circuit_breakers: {thresholds: [{max_connections: 1, max_pending_requests: 1}]}\n",
+    );
+    let routes = route("{prefix: /rq/}", "{cluster: rq, prefix_rewrite: /}")
+        + &route(
+            "{prefix: /nopending/}",
+            "{cluster: nopending, prefix_rewrite: /}",
+        )
+        + &route("{prefix: /queue/}", "{cluster: queue, prefix_rewrite: /}");
+    let h = start(&dir, &routes, &clusters);
+
+    let (first, (status, _, body)) = while_busy(&h, "rq", "/rq/delay?ms=1500", "/rq/echo");
+    assert_eq!(first, (200, "late".to_owned()));
+    assert_eq!(status, 503);
+    assert!(body.ends_with("reset reason: overflow"), "{body}");
+    assert!(log_line(&dir, "GET /rq/echo").contains(" 503 UO "));
+    assert_eq!(h.stat("cluster.rq.upstream_rq_pending_overflow"), 1);
+
+    let (first, (status, _, _)) = while_busy(
+        &h,
+        "nopending",
+        "/nopending/delay?ms=1500",
+        "/nopending/echo",
+    );
+    assert_eq!((first.0, status), (200, 503));
+    assert_eq!(h.stat("cluster.nopending.upstream_cx_overflow"), 1);
+
+    // With room to wait, the second request waits for the one connection and reuses it.
+    let (first, (status, _, body)) = while_busy(&h, "queue", "/queue/delay?ms=1500", "/queue/echo");
+    assert_eq!((first.0, status), (200, 200), "{body}");
+    assert_eq!(h.stat("cluster.queue.upstream_cx_total"), 1);
+    assert_eq!(h.stat("cluster.queue.upstream_cx_overflow"), 1);
+}

@@ -7,8 +7,8 @@ use std::net::IpAddr;
 use super::tls::validation_context;
 use crate::extension::{select, Kind, Slot};
 use crate::model::{
-    Cluster, DiscoveryType, DnsLookupFamily, Endpoint, LbPolicy, UpstreamTlsContext,
-    DEFAULT_CONNECT_TIMEOUT, DEFAULT_UPSTREAM_IDLE_TIMEOUT,
+    CircuitBreakers, Cluster, DiscoveryType, DnsLookupFamily, Endpoint, LbPolicy,
+    UpstreamTlsContext, DEFAULT_CONNECT_TIMEOUT, DEFAULT_UPSTREAM_IDLE_TIMEOUT,
 };
 use crate::reader::{Message, Node, Result};
 
@@ -72,7 +72,6 @@ fn cluster(node: &Node) -> Result<Cluster> {
         "common_lb_config",
         "load_balancing_policy",
         "health_checks",
-        "circuit_breakers",
         "upstream_http_protocol_options",
         "http_protocol_options",
         "http2_protocol_options",
@@ -166,6 +165,10 @@ fn cluster(node: &Node) -> Result<Cluster> {
         }
         o.finish()?;
     }
+    let circuit_breakers = match m.field("circuit_breakers")? {
+        Some(n) => circuit_breakers(&n)?,
+        None => CircuitBreakers::default(),
+    };
     let assignment = m.required("load_assignment")?;
     let endpoints = load_assignment(&assignment, discovery)?;
     let tls = match m.field("transport_socket")? {
@@ -182,9 +185,40 @@ fn cluster(node: &Node) -> Result<Cluster> {
         lb_policy,
         idle_timeout,
         max_requests_per_connection,
+        circuit_breakers,
         tls,
         yaml_path,
     })
+}
+
+/// `envoy.config.cluster.v3.CircuitBreakers`: the DEFAULT priority's thresholds are the ones
+/// hoist applies (routes cannot ask for HIGH); a HIGH entry is checked and kept out of use.
+fn circuit_breakers(node: &Node) -> Result<CircuitBreakers> {
+    let mut m = node.message()?;
+    m.unsupported(&["per_host_thresholds"])?;
+    let mut out = CircuitBreakers::default();
+    for t in m.list("thresholds")? {
+        let mut th = t.message()?;
+        th.unsupported(&["track_remaining", "max_connection_pools", "retry_budget"])?;
+        let high = th.enumeration("priority", &["DEFAULT", "HIGH"])? == Some(1);
+        let d = CircuitBreakers::default();
+        let b = CircuitBreakers {
+            max_connections: th.u32("max_connections", d.max_connections, 0..=u32::MAX)?,
+            max_pending_requests: th.u32(
+                "max_pending_requests",
+                d.max_pending_requests,
+                0..=u32::MAX,
+            )?,
+            max_requests: th.u32("max_requests", d.max_requests, 0..=u32::MAX)?,
+            max_retries: th.u32("max_retries", d.max_retries, 0..=u32::MAX)?,
+        };
+        th.finish()?;
+        if !high {
+            out = b;
+        }
+    }
+    m.finish()?;
+    Ok(out)
 }
 
 /// `envoy.config.endpoint.v3.ClusterLoadAssignment`: the endpoints, in order.
@@ -394,6 +428,15 @@ mod tests {
         .unwrap();
         assert_eq!(c[0].idle_timeout, None);
         assert_eq!(c[0].max_requests_per_connection, Some(3));
+        let c = decode(
+            json!([{"name": "a", "load_assignment": endpoint("127.0.0.1", 1),
+            "circuit_breakers": {"thresholds": [{"max_requests": 2, "max_connections": 1},
+                {"priority": "HIGH", "max_requests": 9}]}}]),
+        )
+        .unwrap();
+        assert_eq!(c[0].circuit_breakers.max_requests, 2);
+        assert_eq!(c[0].circuit_breakers.max_connections, 1);
+        assert_eq!(c[0].circuit_breakers.max_pending_requests, 1024);
         let err = decode(
             json!([{"name": "a", "load_assignment": endpoint("127.0.0.1", 1),
             "common_http_protocol_options": {"max_stream_duration": "1s"}}]),

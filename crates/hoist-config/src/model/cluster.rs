@@ -12,6 +12,27 @@ pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
 /// Envoy's default upstream connection `idle_timeout`.
 pub const DEFAULT_UPSTREAM_IDLE_TIMEOUT: Duration = Duration::from_secs(3600);
 
+/// One `circuit_breakers.thresholds[]` entry: limits across all workers.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct CircuitBreakers {
+    pub max_connections: u32,
+    pub max_pending_requests: u32,
+    pub max_requests: u32,
+    pub max_retries: u32,
+}
+
+impl Default for CircuitBreakers {
+    /// Envoy's defaults.
+    fn default() -> Self {
+        CircuitBreakers {
+            max_connections: 1024,
+            max_pending_requests: 1024,
+            max_requests: 1024,
+            max_retries: 3,
+        }
+    }
+}
+
 /// `type`: how the endpoints' addresses are found.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum DiscoveryType {
@@ -85,6 +106,8 @@ pub struct Cluster {
     /// `common_http_protocol_options.max_requests_per_connection` (or the deprecated
     /// top-level field); None: unlimited.
     pub max_requests_per_connection: Option<u32>,
+    /// `circuit_breakers.thresholds` of priority DEFAULT (Envoy's defaults when absent).
+    pub circuit_breakers: CircuitBreakers,
     /// `transport_socket` with an UpstreamTlsContext; None is plain TCP.
     pub tls: Option<UpstreamTlsContext>,
     pub yaml_path: String,

@@ -76,7 +76,7 @@ pub async fn attempt<B: RequestBody>(
 ) -> Result<Attempt, B::Error> {
     let mut retried_stale = false;
     let (mut c, sent_at) = loop {
-        let (mut c, reused) = match cluster.connection(rq).await {
+        let (mut c, reused) = match cluster.connection(rq, timeout).await {
             Ok(c) => c,
             Err(e) => {
                 return Ok(Attempt::Failed {

@@ -23,6 +23,8 @@ pub enum UpstreamStream {
 /// Why no connection could be made.
 pub enum ConnectError {
     Timeout,
+    /// The circuit breakers: too many connections and too many requests waiting for one.
+    Overflow,
     /// Refused, unreachable, resolution failed, TLS handshake failed: the detail for the reply.
     Failed(String),
 }

@@ -17,7 +17,8 @@ use http::header::{self, HeaderMap, HeaderName, HeaderValue};
 
 use super::attempt::{attempt, Attempt, Failure, NoBody, Request};
 use super::conn::ConnectError;
-use super::pool::{ActiveRequest, Connection, WorkerCluster, WorkerClusters};
+use super::pool::{ActiveRequest, Connection, PickError, WorkerCluster, WorkerClusters};
+use super::Resources;
 use crate::connection::ConnInfo;
 use crate::stream::RequestBody;
 
@@ -109,15 +110,25 @@ pub async fn forward<B: RequestBody>(
     let mut retries_left = policy.map_or(0, |p| p.num_retries);
     let mut retried = 0u32;
     let mut deadline: Option<Instant> = None;
+    // An active retry (max_retries), held until the retried attempt ends.
+    let mut retry_slot: Option<RetrySlot> = None;
     loop {
-        let Some(rq) = cluster.pick() else {
-            return Ok(local(
-                503,
-                "no healthy upstream",
-                ResponseFlags::NO_HEALTHY_UPSTREAM,
-                "no_healthy_upstream",
-                &body,
-            ));
+        let rq = match cluster.pick() {
+            Ok(rq) => rq,
+            Err(PickError::NoEndpoint) => {
+                return Ok(local(
+                    503,
+                    "no healthy upstream",
+                    ResponseFlags::NO_HEALTHY_UPSTREAM,
+                    "no_healthy_upstream",
+                    &body,
+                ))
+            }
+            Err(PickError::Overflow) => {
+                let mut f = overflow(&cluster);
+                f.body_unread = matches!(body, Source::Stream(_));
+                return Ok(f);
+            }
         };
         if action.host_rewrite == HostRewrite::Auto {
             if let Some(e) = cluster.info.endpoints.get(rq.endpoint()) {
@@ -140,7 +151,17 @@ pub async fn forward<B: RequestBody>(
         )
         .await?;
         let retriable = policy.is_some_and(|p| should_retry(p, &result));
-        if retriable && retries_left > 0 && deadline.is_none_or(|d| Instant::now() < d) {
+        // The previous retry, if this attempt was one, is over.
+        drop(retry_slot.take());
+        let may_retry =
+            retriable && retries_left > 0 && deadline.is_none_or(|d| Instant::now() < d);
+        let res = &cluster.info.resources;
+        if may_retry && !Resources::try_acquire(&res.retries, cluster.info.limits.max_retries) {
+            if let Some(s) = &cluster.stats {
+                s.upstream_rq_retry_overflow.inc();
+            }
+        } else if may_retry {
+            retry_slot = Some(RetrySlot(cluster.clone()));
             retries_left -= 1;
             retried += 1;
             if let Some(s) = &cluster.stats {
@@ -166,6 +187,31 @@ pub async fn forward<B: RequestBody>(
         }
         return Ok(f);
     }
+}
+
+/// One of the cluster's active retries (circuit_breakers.max_retries).
+struct RetrySlot(Rc<WorkerCluster>);
+
+impl Drop for RetrySlot {
+    fn drop(&mut self) {
+        Resources::release(&self.0.info.resources.retries);
+    }
+}
+
+/// 503 UO: a circuit breaker is open.
+fn overflow(cluster: &WorkerCluster) -> Forwarded {
+    if let Some(s) = &cluster.stats {
+        s.response(503);
+    }
+    let mut f = local(
+        503,
+        &format!("{BEFORE_HEADERS}reset reason: overflow"),
+        ResponseFlags::UPSTREAM_OVERFLOW,
+        "upstream_reset_before_response_started{overflow}",
+        &Source::<NoBody>::None,
+    );
+    f.cluster = Some(cluster.info.name.clone());
+    f
 }
 
 /// Envoy's retry back-off: a random wait in [0, min(base * 2^(n-1), max)), within the route
@@ -242,6 +288,7 @@ fn finish<B>(
             let timeout = matches!(failure, Failure::GlobalTimeout | Failure::PerTryTimeout);
             rq.outcome(None, timeout);
             let mut f = match &failure {
+                Failure::Connect(ConnectError::Overflow) => overflow(cluster),
                 Failure::Connect(e) => connect_failure(e, cluster),
                 Failure::GlobalTimeout | Failure::PerTryTimeout => {
                     if let Some(s) = &cluster.stats {
@@ -460,6 +507,7 @@ fn strip_hop_by_hop(h: &mut HeaderMap) {
 fn connect_failure(e: &ConnectError, cluster: &WorkerCluster) -> Forwarded {
     let reason = match e {
         ConnectError::Timeout => "reset reason: connection timeout".to_owned(),
+        ConnectError::Overflow => "reset reason: overflow".to_owned(),
         ConnectError::Failed(why) => {
             format!("reset reason: remote connection failure, transport failure reason: {why}")
         }

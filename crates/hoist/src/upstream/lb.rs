@@ -112,6 +112,8 @@ mod tests {
             connect_timeout: Duration::from_secs(1),
             idle_timeout: None,
             max_requests_per_connection: None,
+            limits: Default::default(),
+            resources: Default::default(),
             resolve: false,
             family: Default::default(),
             tls: None,

@@ -15,7 +15,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use hoist_config::model::{Cluster, DiscoveryType, DnsLookupFamily, LbPolicy};
+use hoist_config::model::{CircuitBreakers, Cluster, DiscoveryType, DnsLookupFamily, LbPolicy};
 use hoist_config::ConfigError;
 use hoist_stats::Store;
 use hoist_tls::client::UpstreamTls;
@@ -32,6 +32,31 @@ pub struct EndpointInfo {
     pub label: String,
     /// What /clusters shows per host. Shared by the workers: one relaxed atomic add per event.
     pub stats: HostStats,
+}
+
+/// A cluster's open connections, pending and active requests and active retries, shared by
+/// the workers (Envoy's circuit breakers are per cluster, not per worker).
+#[derive(Default)]
+pub struct Resources {
+    pub connections: AtomicU64,
+    pub pending: AtomicU64,
+    pub requests: AtomicU64,
+    pub retries: AtomicU64,
+}
+
+impl Resources {
+    /// Takes one unit of `counter` unless that would go over `max`.
+    pub fn try_acquire(counter: &AtomicU64, max: u32) -> bool {
+        counter
+            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |v| {
+                (v < u64::from(max)).then_some(v + 1)
+            })
+            .is_ok()
+    }
+
+    pub fn release(counter: &AtomicU64) {
+        HostStats::dec(counter);
+    }
 }
 
 /// Envoy's per-host counters, as /clusters prints them.
@@ -81,6 +106,9 @@ pub struct ClusterInfo {
     pub connect_timeout: Duration,
     pub idle_timeout: Option<Duration>,
     pub max_requests_per_connection: Option<u32>,
+    pub limits: CircuitBreakers,
+    /// What the circuit breakers count, across workers.
+    pub resources: Resources,
     /// Host names are resolved at connect time (STRICT_DNS, LOGICAL_DNS).
     pub resolve: bool,
     pub family: DnsLookupFamily,
@@ -132,6 +160,8 @@ impl ClusterManager {
                 connect_timeout: c.connect_timeout,
                 idle_timeout: c.idle_timeout,
                 max_requests_per_connection: c.max_requests_per_connection,
+                limits: c.circuit_breakers,
+                resources: Resources::default(),
                 resolve: c.discovery != DiscoveryType::Static,
                 family: c.dns_lookup_family,
                 tls,

@@ -4,14 +4,16 @@
 use std::cell::RefCell;
 use std::rc::Rc;
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
+
+use tokio::sync::Notify;
 
 use hoist_http::h1::UpstreamH1;
 
 use super::conn::{connect, ConnectError, UpstreamStream};
 use super::lb::LbState;
 use super::stats::ClusterStats;
-use super::{ClusterInfo, ClusterManager, HostStats};
+use super::{ClusterInfo, ClusterManager, HostStats, Resources};
 
 /// Idle connections kept per endpoint; more are closed when they are released.
 const MAX_IDLE_PER_ENDPOINT: usize = 128;
@@ -36,6 +38,7 @@ impl WorkerClusters {
                     idle: RefCell::new((0..info.endpoints.len()).map(|_| Vec::new()).collect()),
                     info: info.clone(),
                     stats,
+                    released: Notify::new(),
                 })
             })
             .collect();
@@ -55,6 +58,9 @@ pub struct WorkerCluster {
     /// Requests in flight per endpoint (least request reads them).
     active: RefCell<Vec<u32>>,
     idle: RefCell<Vec<Vec<Connection>>>,
+    /// Wakes requests waiting for a connection (max_connections reached) when one is
+    /// released or closed on this worker.
+    released: Notify,
 }
 
 /// An open upstream connection; `upstream_cx_active` counts it until it is dropped.
@@ -96,6 +102,8 @@ impl Drop for Connection {
         if let Some(e) = self.cluster.info.endpoints.get(self.endpoint) {
             HostStats::dec(&e.stats.cx_active);
         }
+        Resources::release(&self.cluster.info.resources.connections);
+        self.cluster.released.notify_one();
     }
 }
 
@@ -116,16 +124,43 @@ impl Drop for ActiveRequest {
         if let Some(e) = self.cluster.info.endpoints.get(self.endpoint) {
             HostStats::dec(&e.stats.rq_active);
         }
+        Resources::release(&self.cluster.info.resources.requests);
+    }
+}
+
+/// Why no request could be started.
+pub enum PickError {
+    NoEndpoint,
+    /// max_requests reached.
+    Overflow,
+}
+
+/// Holds a pending request's place (max_pending_requests) while it waits for a connection.
+struct Pending<'a>(&'a Resources);
+
+impl Drop for Pending<'_> {
+    fn drop(&mut self) {
+        Resources::release(&self.0.pending);
     }
 }
 
 impl WorkerCluster {
     /// Chooses the endpoint for a request and counts the request on it.
-    pub fn pick(self: &Rc<Self>) -> Option<ActiveRequest> {
+    pub fn pick(self: &Rc<Self>) -> Result<ActiveRequest, PickError> {
         let endpoint = {
             let active = self.active.borrow();
-            self.lb.borrow_mut().pick(&self.info, &active)?
+            self.lb
+                .borrow_mut()
+                .pick(&self.info, &active)
+                .ok_or(PickError::NoEndpoint)?
         };
+        let res = &self.info.resources;
+        if !Resources::try_acquire(&res.requests, self.info.limits.max_requests) {
+            if let Some(s) = &self.stats {
+                s.upstream_rq_pending_overflow.inc();
+            }
+            return Err(PickError::Overflow);
+        }
         if let Some(n) = self.active.borrow_mut().get_mut(endpoint) {
             *n += 1;
         }
@@ -137,7 +172,7 @@ impl WorkerCluster {
             HostStats::inc(&e.stats.rq_total);
             HostStats::inc(&e.stats.rq_active);
         }
-        Some(ActiveRequest {
+        Ok(ActiveRequest {
             cluster: self.clone(),
             endpoint,
         })
@@ -145,11 +180,16 @@ impl WorkerCluster {
 
     /// An idle connection to the request's endpoint that still looks alive, else a new one.
     /// The bool says whether it was reused.
+    /// `wait`: how long a request may wait for a connection when max_connections is reached.
     pub async fn connection(
         self: &Rc<Self>,
         rq: &ActiveRequest,
+        wait: Option<Duration>,
     ) -> Result<(Connection, bool), ConnectError> {
         let endpoint = rq.endpoint;
+        let res = &self.info.resources;
+        let mut pending: Option<Pending<'_>> = None;
+        let give_up = wait.map(|w| Instant::now() + w);
         loop {
             let idle = self
                 .idle
@@ -162,15 +202,46 @@ impl WorkerCluster {
                     return Ok((c, true));
                 }
                 Some(_) => continue,
-                None => break,
+                None => {}
+            }
+            if Resources::try_acquire(&res.connections, self.info.limits.max_connections) {
+                break;
+            }
+            if pending.is_none() {
+                if let Some(s) = &self.stats {
+                    s.upstream_cx_overflow.inc();
+                }
+                if !Resources::try_acquire(&res.pending, self.info.limits.max_pending_requests) {
+                    if let Some(s) = &self.stats {
+                        s.upstream_rq_pending_overflow.inc();
+                    }
+                    return Err(ConnectError::Overflow);
+                }
+                pending = Some(Pending(res));
+            }
+            let notified = self.released.notified();
+            let woke = match give_up {
+                Some(t) => tokio::time::timeout_at(t.into(), notified).await.is_ok(),
+                None => {
+                    notified.await;
+                    true
+                }
+            };
+            if !woke {
+                return Err(ConnectError::Overflow);
             }
         }
+        drop(pending);
         let e = self
             .info
             .endpoints
             .get(endpoint)
             .ok_or_else(|| ConnectError::Failed("no such endpoint".into()))?;
         let stream = connect(&self.info, e).await;
+        if stream.is_err() {
+            Resources::release(&res.connections);
+            self.released.notify_one();
+        }
         HostStats::inc(&e.stats.cx_total);
         match &stream {
             Ok(_) => HostStats::inc(&e.stats.cx_active),
@@ -222,6 +293,7 @@ impl WorkerCluster {
         if let Some(list) = idle.get_mut(c.endpoint) {
             if list.len() < MAX_IDLE_PER_ENDPOINT {
                 list.push(c);
+                self.released.notify_one();
             }
         }
     }

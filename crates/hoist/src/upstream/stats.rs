@@ -20,12 +20,15 @@ pub struct ClusterStats {
     pub upstream_rq_per_try_timeout: WorkerCounter,
     pub upstream_cx_idle_timeout: WorkerCounter,
     pub upstream_cx_max_requests: WorkerCounter,
+    pub upstream_cx_overflow: WorkerCounter,
+    pub upstream_rq_pending_overflow: WorkerCounter,
+    pub upstream_rq_retry_overflow: WorkerCounter,
     pub upstream_rq_retry: WorkerCounter,
     pub upstream_rq_retry_success: WorkerCounter,
     pub upstream_rq_retry_limit_exceeded: WorkerCounter,
 }
 
-const COUNTERS: [&str; 15] = [
+const COUNTERS: [&str; 18] = [
     "upstream_cx_total",
     "upstream_cx_connect_fail",
     "upstream_cx_connect_timeout",
@@ -38,6 +41,9 @@ const COUNTERS: [&str; 15] = [
     "upstream_rq_per_try_timeout",
     "upstream_cx_idle_timeout",
     "upstream_cx_max_requests",
+    "upstream_cx_overflow",
+    "upstream_rq_pending_overflow",
+    "upstream_rq_retry_overflow",
     "upstream_rq_retry",
     "upstream_rq_retry_success",
     "upstream_rq_retry_limit_exceeded",
@@ -87,6 +93,9 @@ impl ClusterStats {
             upstream_rq_per_try_timeout: c("upstream_rq_per_try_timeout"),
             upstream_cx_idle_timeout: c("upstream_cx_idle_timeout"),
             upstream_cx_max_requests: c("upstream_cx_max_requests"),
+            upstream_cx_overflow: c("upstream_cx_overflow"),
+            upstream_rq_pending_overflow: c("upstream_rq_pending_overflow"),
+            upstream_rq_retry_overflow: c("upstream_rq_retry_overflow"),
             upstream_rq_retry: c("upstream_rq_retry"),
             upstream_rq_retry_success: c("upstream_rq_retry_success"),
             upstream_rq_retry_limit_exceeded: c("upstream_rq_retry_limit_exceeded"),
