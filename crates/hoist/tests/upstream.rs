@@ -32,8 +32,11 @@ fn get_json(h: &Hoist, path: &str, extra: &[&str]) -> Value {
         .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stdout)))
 }
 
+/// Status, headers (lower-case names) and body.
+type Reply = (u16, HashMap<String, String>, String);
+
 /// Status, headers (lower-case names) and body of a GET through curl -i.
-fn get(h: &Hoist, path: &str) -> (u16, HashMap<String, String>, String) {
+fn get(h: &Hoist, path: &str) -> Reply {
     let out = curl(&["-i", &url(h, path)]);
     let text = String::from_utf8_lossy(&out.stdout).into_owned();
     let (head, body) = text.split_once("\r\n\r\n").unwrap_or((&text, ""));
@@ -514,12 +517,7 @@ fn max_requests_per_connection_and_idle_timeout_retire_connections() {
 
 /// Starts a slow request in the background, then sends `path` once the slow one is in flight
 /// at the origin (`cluster`'s upstream_rq_active is 1).
-fn while_busy(
-    h: &Hoist,
-    cluster: &str,
-    busy: &str,
-    path: &str,
-) -> ((u16, String), (u16, HashMap<String, String>, String)) {
+fn while_busy(h: &Hoist, cluster: &str, busy: &str, path: &str) -> ((u16, String), Reply) {
     let busy_url = url(h, busy);
     let first = std::thread::spawn(move || {
         let out = curl(&["-w", "\n%{http_code}", &busy_url]);
