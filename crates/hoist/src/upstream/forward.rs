@@ -11,13 +11,14 @@ use std::time::{Duration, Instant};
 use bytes::Bytes;
 use hoist_config::model::{ClusterSpecifier, ForwardAction, HostRewrite, PathMatch, RetryPolicy};
 use hoist_http::body::StreamBody;
-use hoist_http::h1::RequestFraming;
-use hoist_http::{Body, RequestHead, ResponseFlags, ResponseHead, Version};
-use http::header::{self, HeaderMap, HeaderName, HeaderValue};
+use hoist_http::{Body, RequestHead, ResponseFlags, ResponseHead};
+use http::header::{self, HeaderValue};
 
-use super::attempt::{attempt, Attempt, Failure, NoBody, Request};
+use super::attempt::{attempt, Attempt, Failure, Request};
 use super::conn::ConnectError;
+use super::headers::{request_framing, rewrite_request, strip_hop_by_hop, upstream_headers};
 use super::pool::{ActiveRequest, Connection, PickError, WorkerCluster, WorkerClusters};
+use super::reply::{connect_failure, local, overflow, reset_before_headers, BEFORE_HEADERS};
 use super::Resources;
 use crate::connection::ConnInfo;
 use crate::stream::RequestBody;
@@ -45,20 +46,6 @@ pub struct Forwarded {
     /// The downstream request body was not read to its end.
     pub body_unread: bool,
 }
-
-const BEFORE_HEADERS: &str = "upstream connect error or disconnect/reset before headers. ";
-
-/// Headers that belong to one connection (RFC 9110 §7.6.1), never forwarded either way.
-const HOP_BY_HOP: [&str; 8] = [
-    "connection",
-    "keep-alive",
-    "proxy-connection",
-    "transfer-encoding",
-    "upgrade",
-    "te",
-    "trailer",
-    "expect",
-];
 
 pub struct Context<'a> {
     pub clusters: &'a WorkerClusters,
@@ -196,22 +183,6 @@ impl Drop for RetrySlot {
     fn drop(&mut self) {
         Resources::release(&self.0.info.resources.retries);
     }
-}
-
-/// 503 UO: a circuit breaker is open.
-fn overflow(cluster: &WorkerCluster) -> Forwarded {
-    if let Some(s) = &cluster.stats {
-        s.response(503);
-    }
-    let mut f = local(
-        503,
-        &format!("{BEFORE_HEADERS}reset reason: overflow"),
-        ResponseFlags::UPSTREAM_OVERFLOW,
-        "upstream_reset_before_response_started{overflow}",
-        &Source::<NoBody>::None,
-    );
-    f.cluster = Some(cluster.info.name.clone());
-    f
 }
 
 /// Envoy's retry back-off: a random wait in [0, min(base * 2^(n-1), max)), within the route
@@ -405,167 +376,6 @@ async fn pump(
                 return;
             }
         }
-    }
-}
-
-fn rewrite_request(cx: &Context<'_>, action: &ForwardAction, head: &mut RequestHead) {
-    if let Some(rewrite) = &action.prefix_rewrite {
-        let matched = match cx.path_match {
-            PathMatch::Prefix(p) | PathMatch::PathSeparatedPrefix(p) => Some(p.len()),
-            PathMatch::Path(_) => Some(head.path_only().len()),
-            PathMatch::SafeRegex(_) => None,
-        };
-        if let Some(n) = matched.filter(|n| *n <= head.path.len() && head.path.is_char_boundary(*n))
-        {
-            let original = head.path.clone();
-            head.path = format!("{rewrite}{}", &original[n..]);
-            if let Ok(v) = HeaderValue::from_str(&original) {
-                head.headers.insert("x-envoy-original-path", v);
-            }
-        }
-    }
-    // auto_host_rewrite is applied per attempt, once the endpoint is known.
-    if let HostRewrite::Literal(h) = &action.host_rewrite {
-        head.authority = Some(h.clone());
-    }
-    if let Some(a) = head.authority.as_deref() {
-        if let Ok(v) = HeaderValue::from_str(a) {
-            head.headers.insert(header::HOST, v);
-        }
-    }
-    // Envoy with use_remote_address: the peer is the client, appended to x-forwarded-for, and
-    // the scheme hoist saw is the one forwarded. Without it, both come from the client as sent.
-    let scheme = HeaderValue::from_static(cx.conn.scheme());
-    if cx.use_remote_address {
-        let ip = cx.conn.remote.ip().to_canonical().to_string();
-        let xff = match head.headers.get("x-forwarded-for").map(|v| v.to_str()) {
-            Some(Ok(prev)) if !prev.is_empty() => format!("{prev},{ip}"),
-            _ => ip,
-        };
-        if let Ok(v) = HeaderValue::from_str(&xff) {
-            head.headers.insert("x-forwarded-for", v);
-        }
-        head.headers.insert("x-forwarded-proto", scheme);
-    } else if !head.headers.contains_key("x-forwarded-proto") {
-        head.headers.insert("x-forwarded-proto", scheme);
-    }
-    if let Some(t) = action.timeout {
-        head.headers.insert(
-            "x-envoy-expected-rq-timeout-ms",
-            HeaderValue::from(t.as_millis() as u64),
-        );
-    }
-}
-
-/// How the request body is framed toward the upstream, and whether that is chunked.
-fn request_framing<B>(head: &RequestHead, body: &Source<'_, B>) -> (RequestFraming, bool) {
-    match body {
-        Source::None => (RequestFraming::None, false),
-        Source::Buffered(b) => (RequestFraming::Length(b.len() as u64), false),
-        Source::Stream(_) => {
-            let length = head
-                .headers
-                .get(header::CONTENT_LENGTH)
-                .and_then(|v| v.to_str().ok())
-                .and_then(|v| v.trim().parse::<u64>().ok());
-            match length {
-                // HTTP/1.1 lengths were checked by the codec; an HTTP/2 one is re-checked by
-                // the upstream and h2 (a stream longer than it announced is reset).
-                Some(n) if head.version != Version::Http2 || n > 0 => {
-                    (RequestFraming::Length(n), false)
-                }
-                _ => (RequestFraming::Chunked, true),
-            }
-        }
-    }
-}
-
-/// The request's headers as the upstream gets them.
-fn upstream_headers(head: &RequestHead) -> HeaderMap {
-    let mut h = head.headers.clone();
-    strip_hop_by_hop(&mut h);
-    h.remove(header::CONTENT_LENGTH);
-    h
-}
-
-fn strip_hop_by_hop(h: &mut HeaderMap) {
-    let named: Vec<HeaderName> = h
-        .get_all(header::CONNECTION)
-        .iter()
-        .filter_map(|v| v.to_str().ok())
-        .flat_map(|v| v.split(','))
-        .filter_map(|t| HeaderName::from_bytes(t.trim().to_ascii_lowercase().as_bytes()).ok())
-        .collect();
-    for name in named {
-        h.remove(name);
-    }
-    for name in HOP_BY_HOP {
-        h.remove(name);
-    }
-}
-
-fn connect_failure(e: &ConnectError, cluster: &WorkerCluster) -> Forwarded {
-    let reason = match e {
-        ConnectError::Timeout => "reset reason: connection timeout".to_owned(),
-        ConnectError::Overflow => "reset reason: overflow".to_owned(),
-        ConnectError::Failed(why) => {
-            format!("reset reason: remote connection failure, transport failure reason: {why}")
-        }
-    };
-    if let Some(s) = &cluster.stats {
-        s.response(503);
-    }
-    let mut f = local(
-        503,
-        &format!("{BEFORE_HEADERS}{reason}"),
-        ResponseFlags::UPSTREAM_CONNECTION_FAILURE,
-        "upstream_reset_before_response_started{remote_connection_failure}",
-        &Source::<NoBody>::None,
-    );
-    f.cluster = Some(cluster.info.name.clone());
-    f
-}
-
-fn reset_before_headers(cluster: &WorkerCluster) -> Forwarded {
-    if let Some(s) = &cluster.stats {
-        s.response(503);
-    }
-    let mut f = local(
-        503,
-        &format!("{BEFORE_HEADERS}reset reason: connection termination"),
-        ResponseFlags::UPSTREAM_CONNECTION_TERMINATION,
-        "upstream_reset_before_response_started{connection_termination}",
-        &Source::<NoBody>::None,
-    );
-    f.cluster = Some(cluster.info.name.clone());
-    f
-}
-
-fn local<B>(
-    status: u16,
-    text: &str,
-    flags: ResponseFlags,
-    details: &'static str,
-    body: &Source<'_, B>,
-) -> Forwarded {
-    let mut head = ResponseHead::new(status);
-    if !text.is_empty() {
-        head.headers
-            .insert(header::CONTENT_TYPE, HeaderValue::from_static("text/plain"));
-    }
-    Forwarded {
-        head,
-        body: if text.is_empty() {
-            Body::Empty
-        } else {
-            Body::Bytes(Bytes::from(text.to_owned()))
-        },
-        flags,
-        details,
-        from_upstream: false,
-        upstream_host: None,
-        cluster: None,
-        body_unread: matches!(body, Source::Stream(_)),
     }
 }
 

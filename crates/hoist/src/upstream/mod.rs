@@ -6,8 +6,10 @@
 mod attempt;
 mod conn;
 pub mod forward;
+mod headers;
 mod lb;
 mod pool;
+mod reply;
 mod stats;
 
 use std::collections::HashMap;
