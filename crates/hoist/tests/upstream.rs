@@ -582,3 +582,45 @@ fn circuit_breakers_overflow_with_503_uo() {
     assert_eq!(h.stat("cluster.queue.upstream_cx_total"), 1);
     assert_eq!(h.stat("cluster.queue.upstream_cx_overflow"), 1);
 }
+
+#[test]
+fn nginx_origin_over_http_and_https_with_keep_alive() {
+    let dir = TempDir::new("up-nginx");
+    let root = dir.path("www");
+    std::fs::create_dir_all(&root).unwrap();
+    let file = support::payload(&dir, "www/file.bin", 3 * 1024 * 1024 + 7);
+    let want = support::sha256_hex(&std::fs::read(&file).unwrap());
+    let (ca, cert) = upstream_support::ca_and_leaf(&dir, "nginx.test");
+    let nginx = upstream_support::Nginx::start(&dir, &root, &cert);
+    let tls = format!(
+        r#"    transport_socket:
+      name: envoy.transport_sockets.tls
+      typed_config:
+        "@type": type.googleapis.com/envoy.extensions.transport_sockets.tls.v3.UpstreamTlsContext
+        sni: nginx.test
+        common_tls_context:
+          validation_context:
+            trusted_ca: {{filename: {}}}
+            match_typed_subject_alt_names: [{{san_type: DNS, matcher: {{exact: nginx.test}}}}]
+"#,
+        ca.display()
+    );
+    let clusters = cluster("plain", &[(nginx.http_port, 1)], "")
+        + &cluster("secure", &[(nginx.https_port, 1)], &tls);
+    let routes = route("{prefix: /s/}", "{cluster: secure, prefix_rewrite: /}")
+        + &route("{prefix: /}", "{cluster: plain}");
+    let h = start(&dir, &routes, &clusters);
+    for path in ["/file.bin", "/s/file.bin"] {
+        for _ in 0..5 {
+            let out = curl(&[&url(&h, path)]);
+            assert_eq!(support::sha256_hex(&out.stdout), want, "{path}");
+        }
+    }
+    let (status, _, _) = get(&h, "/missing");
+    assert_eq!(status, 404);
+    assert_eq!(h.stat("cluster.plain.upstream_cx_total"), 1);
+    assert_eq!(h.stat("cluster.plain.upstream_rq_2xx"), 5);
+    assert_eq!(h.stat("cluster.plain.upstream_rq_4xx"), 1);
+    assert_eq!(h.stat("cluster.secure.upstream_cx_total"), 1);
+    assert_eq!(h.stat("cluster.secure.upstream_rq_2xx"), 5);
+}

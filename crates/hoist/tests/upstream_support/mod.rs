@@ -159,3 +159,89 @@ pub fn ca_and_leaf(dir: &crate::support::TempDir, name: &str) -> (std::path::Pat
         },
     )
 }
+
+/// nginx (Debian's package) serving the files of `root` over HTTP and HTTPS with keep-alive;
+/// stopped when dropped.
+pub struct Nginx {
+    child: Child,
+    pub http_port: u16,
+    pub https_port: u16,
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+impl Nginx {
+    pub fn start(dir: &crate::support::TempDir, root: &Path, cert: &Cert) -> Nginx {
+        let (http_port, https_port) = (free_port(), free_port());
+        let prefix = dir.path("nginx");
+        std::fs::create_dir_all(prefix.join("logs")).unwrap();
+        let conf = dir.write(
+            "nginx.conf",
+            format!(
+                r#"worker_processes 1;
+pid {prefix}/nginx.pid;
+error_log stderr warn;
+events {{ worker_connections 256; }}
+http {{
+    access_log off;
+    client_body_temp_path {prefix}/body;
+    proxy_temp_path {prefix}/proxy;
+    fastcgi_temp_path {prefix}/fastcgi;
+    uwsgi_temp_path {prefix}/uwsgi;
+    scgi_temp_path {prefix}/scgi;
+    keepalive_timeout 300s;
+    keepalive_requests 100000;
+    server {{
+        listen 127.0.0.1:{http_port};
+        listen 127.0.0.1:{https_port} ssl;
+        ssl_certificate {cert};
+        ssl_certificate_key {key};
+        root {root};
+        default_type application/octet-stream;
+    }}
+}}
+"#,
+                prefix = prefix.display(),
+                cert = cert.cert.display(),
+                key = cert.key.display(),
+                root = root.display(),
+            ),
+        );
+        let child = Command::new("/usr/sbin/nginx")
+            .arg("-p")
+            .arg(&prefix)
+            .arg("-c")
+            .arg(&conf)
+            .arg("-e")
+            .arg("stderr")
+            .arg("-g")
+            .arg("daemon off;")
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("nginx is installed");
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        while std::net::TcpStream::connect(("127.0.0.1", https_port)).is_err() {
+            assert!(std::time::Instant::now() < deadline, "nginx did not start");
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+        Nginx {
+            child,
+            http_port,
+            https_port,
+        }
+    }
+}
+
+impl Drop for Nginx {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
