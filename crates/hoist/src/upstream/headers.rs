@@ -98,6 +98,18 @@ pub fn upstream_headers(head: &RequestHead) -> HeaderMap {
     let mut h = head.headers.clone();
     strip_hop_by_hop(&mut h);
     h.remove(header::CONTENT_LENGTH);
+    // HTTP/2 clients may split cookies into several fields; HTTP/1.1 wants one
+    // (RFC 9113 §8.2.3).
+    if h.get_all(header::COOKIE).iter().count() > 1 {
+        let joined: Vec<&[u8]> = h
+            .get_all(header::COOKIE)
+            .iter()
+            .map(|v| v.as_bytes())
+            .collect();
+        if let Ok(v) = HeaderValue::from_bytes(&joined.join(&b"; "[..])) {
+            h.insert(header::COOKIE, v);
+        }
+    }
     h
 }
 
@@ -114,5 +126,39 @@ pub fn strip_hop_by_hop(h: &mut HeaderMap) {
     }
     for name in HOP_BY_HOP {
         h.remove(name);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn hop_by_hop_and_named_headers_go_cookies_join() {
+        let mut headers = HeaderMap::new();
+        for (k, v) in [
+            ("connection", "keep-alive, x-secret"),
+            ("x-secret", "1"),
+            ("keep-alive", "timeout=5"),
+            ("te", "trailers"),
+            ("content-length", "3"),
+            ("cookie", "a=1"),
+            ("cookie", "b=2"),
+            ("x-kept", "yes"),
+        ] {
+            headers.append(HeaderName::from_static(k), HeaderValue::from_static(v));
+        }
+        let head = RequestHead {
+            method: http::Method::GET,
+            path: "/".into(),
+            version: Version::Http2,
+            authority: None,
+            headers,
+        };
+        let out = upstream_headers(&head);
+        let mut names: Vec<&str> = out.keys().map(|k| k.as_str()).collect();
+        names.sort_unstable();
+        assert_eq!(names, vec!["cookie", "x-kept"]);
+        assert_eq!(out[header::COOKIE], "a=1; b=2");
     }
 }
