@@ -446,12 +446,16 @@ impl<T: Transport> H1Conn<T> {
                 ));
             }
             if chunked {
-                let mut size = Vec::with_capacity(20);
-                size.extend_from_slice(format!("{:x}\r\n", piece.len()).as_bytes());
-                self.io.write_all(&size).await?;
-                self.io.write_all(&piece).await?;
-                self.io.write_all(b"\r\n").await?;
-                self.bytes_written += size.len() as u64 + 2;
+                // One write per piece, framing included: a TLS transport then makes full
+                // records rather than one for each size line.
+                self.wbuf.clear();
+                self.wbuf
+                    .extend_from_slice(format!("{:x}\r\n", piece.len()).as_bytes());
+                let framing = self.wbuf.len() as u64 + 2;
+                self.wbuf.extend_from_slice(&piece);
+                self.wbuf.extend_from_slice(b"\r\n");
+                self.io.write_all(&self.wbuf).await?;
+                self.bytes_written += framing;
             } else {
                 self.io.write_all(&piece).await?;
             }
