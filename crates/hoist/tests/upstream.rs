@@ -624,3 +624,56 @@ fn nginx_origin_over_http_and_https_with_keep_alive() {
     assert_eq!(h.stat("cluster.secure.upstream_cx_total"), 1);
     assert_eq!(h.stat("cluster.secure.upstream_rq_2xx"), 5);
 }
+
+fn wait_for_stat(h: &Hoist, name: &str, want: u64) {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while h.stat(name) != want {
+        assert!(
+            Instant::now() < deadline,
+            "{name} never reached {want}: {}",
+            h.stat(name)
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+#[test]
+fn health_checks_eject_a_dead_host_and_panic_mode_keeps_traffic_flowing() {
+    let dir = TempDir::new("up-hc");
+    let a = Origin::start("a");
+    let b = Origin::start("b");
+    let hc = |path: &str| {
+        format!(
+            "    health_checks:\n    - {{timeout: 1s, interval: 0.1s, unhealthy_threshold: 2, healthy_threshold: 1, http_health_check: {{path: \"{path}\"}}}}\n"
+        )
+    };
+    let clusters = cluster("web", &[(a.port, 1), (b.port, 1)], &hc("/status?code=200"))
+        + &cluster(
+            "failing",
+            &[(a.port, 1), (b.port, 1)],
+            &hc("/status?code=503"),
+        );
+    let routes = route(
+        "{prefix: /failing/}",
+        "{cluster: failing, prefix_rewrite: /}",
+    ) + &route("{prefix: /}", "{cluster: web}");
+    let h = start(&dir, &routes, &clusters);
+    wait_for_stat(&h, "cluster.web.membership_healthy", 2);
+    assert_eq!(origins_seen(&h, 10).len(), 2);
+
+    drop(b);
+    wait_for_stat(&h, "cluster.web.membership_healthy", 1);
+    let seen = origins_seen(&h, 10);
+    assert_eq!(seen.get("a"), Some(&10), "{seen:?}");
+    assert!(h.stat("cluster.web.health_check.network_failure") >= 2);
+    let (_, clusters) = h.admin_get("/clusters");
+    assert!(
+        clusters.contains("::health_flags::/failed_active_hc\n"),
+        "{clusters}"
+    );
+
+    // No host passes: below the panic threshold every host takes traffic again.
+    assert_eq!(h.stat("cluster.failing.membership_healthy"), 0);
+    assert!(h.stat("cluster.failing.health_check.failure") >= 2);
+    assert_eq!(get_json(&h, "/failing/echo", &[])["origin"], "a");
+}

@@ -7,8 +7,9 @@ use std::net::IpAddr;
 use super::tls::validation_context;
 use crate::extension::{select, Kind, Slot};
 use crate::model::{
-    CircuitBreakers, Cluster, DiscoveryType, DnsLookupFamily, Endpoint, LbPolicy,
-    UpstreamTlsContext, DEFAULT_CONNECT_TIMEOUT, DEFAULT_UPSTREAM_IDLE_TIMEOUT,
+    CircuitBreakers, Cluster, DiscoveryType, DnsLookupFamily, Endpoint, HealthCheck,
+    HttpHealthCheck, LbPolicy, UpstreamTlsContext, DEFAULT_CONNECT_TIMEOUT,
+    DEFAULT_UPSTREAM_IDLE_TIMEOUT,
 };
 use crate::reader::{Message, Node, Result};
 
@@ -71,7 +72,6 @@ fn cluster(node: &Node) -> Result<Cluster> {
         "round_robin_lb_config",
         "common_lb_config",
         "load_balancing_policy",
-        "health_checks",
         "upstream_http_protocol_options",
         "http_protocol_options",
         "http2_protocol_options",
@@ -169,6 +169,11 @@ fn cluster(node: &Node) -> Result<Cluster> {
         Some(n) => circuit_breakers(&n)?,
         None => CircuitBreakers::default(),
     };
+    let health_check = match m.list("health_checks")?.as_slice() {
+        [] => None,
+        [one] => Some(health_check(one)?),
+        [_, second, ..] => return Err(second.error("hoist supports one health check per cluster")),
+    };
     let assignment = m.required("load_assignment")?;
     let endpoints = load_assignment(&assignment, discovery)?;
     let tls = match m.field("transport_socket")? {
@@ -186,6 +191,7 @@ fn cluster(node: &Node) -> Result<Cluster> {
         idle_timeout,
         max_requests_per_connection,
         circuit_breakers,
+        health_check,
         tls,
         yaml_path,
     })
@@ -219,6 +225,98 @@ fn circuit_breakers(node: &Node) -> Result<CircuitBreakers> {
     }
     m.finish()?;
     Ok(out)
+}
+
+fn health_check(node: &Node) -> Result<HealthCheck> {
+    let mut m = node.message()?;
+    m.unsupported(&[
+        "initial_jitter",
+        "interval_jitter",
+        "interval_jitter_percent",
+        "alt_port",
+        "reuse_connection",
+        "no_traffic_interval",
+        "no_traffic_healthy_interval",
+        "unhealthy_interval",
+        "unhealthy_edge_interval",
+        "healthy_edge_interval",
+        "event_log_path",
+        "event_logger",
+        "event_service",
+        "always_log_health_check_failures",
+        "always_log_health_check_success",
+        "tls_options",
+        "transport_socket_match_criteria",
+        "grpc_health_check",
+        "custom_health_check",
+    ])?;
+    let positive = |m: &mut Message, name: &str| -> Result<std::time::Duration> {
+        let n = m.required(name)?;
+        let d = n.duration()?;
+        if d.is_zero() {
+            return Err(n.error(format!("{name} must be greater than 0s")));
+        }
+        Ok(d)
+    };
+    let timeout = positive(&mut m, "timeout")?;
+    let interval = positive(&mut m, "interval")?;
+    let unhealthy_threshold = m.required("unhealthy_threshold")?.u32_in(1..=u32::MAX)?;
+    let healthy_threshold = m.required("healthy_threshold")?.u32_in(1..=u32::MAX)?;
+    let http = match m.oneof(&["http_health_check", "tcp_health_check"], true)? {
+        Some("http_health_check") => {
+            let mut h = m.required("http_health_check")?.message()?;
+            h.unsupported(&[
+                "send",
+                "receive",
+                "response_buffer_size",
+                "request_headers_to_add",
+                "request_headers_to_remove",
+                "retriable_statuses",
+                "codec_client_type",
+                "service_name_matcher",
+                "method",
+            ])?;
+            let path = h.required_string("path")?;
+            if !path.starts_with('/') || path.bytes().any(|b| !b.is_ascii_graphic()) {
+                return Err(h.error(format!("path \"{path}\" is not an origin-form path")));
+            }
+            let host = h.opt_string("host")?.filter(|s| !s.is_empty());
+            let mut expected_statuses = Vec::new();
+            for r in h.list("expected_statuses")? {
+                let mut rm = r.message()?;
+                let start = rm.required("start")?.u32_in(100..=599)?;
+                let end = rm.required("end")?.u32_in(101..=600)?;
+                rm.finish()?;
+                if end <= start {
+                    return Err(r.error("end must be greater than start"));
+                }
+                expected_statuses.push((start as u16, end as u16));
+            }
+            if expected_statuses.is_empty() {
+                expected_statuses.push((200, 201));
+            }
+            h.finish()?;
+            Some(HttpHealthCheck {
+                path,
+                host,
+                expected_statuses,
+            })
+        }
+        _ => {
+            let mut t = m.required("tcp_health_check")?.message()?;
+            t.unsupported(&["send", "receive", "proxy_protocol_config"])?;
+            t.finish()?;
+            None
+        }
+    };
+    m.finish()?;
+    Ok(HealthCheck {
+        timeout,
+        interval,
+        unhealthy_threshold,
+        healthy_threshold,
+        http,
+    })
 }
 
 /// `envoy.config.endpoint.v3.ClusterLoadAssignment`: the endpoints, in order.
@@ -437,6 +535,29 @@ mod tests {
         assert_eq!(c[0].circuit_breakers.max_requests, 2);
         assert_eq!(c[0].circuit_breakers.max_connections, 1);
         assert_eq!(c[0].circuit_breakers.max_pending_requests, 1024);
+        let c = decode(
+            json!([{"name": "a", "load_assignment": endpoint("127.0.0.1", 1),
+            "health_checks": [{"timeout": "1s", "interval": "5s", "unhealthy_threshold": 3,
+                "healthy_threshold": 2, "http_health_check": {"path": "/healthz",
+                "expected_statuses": [{"start": 200, "end": 300}]}}]}]),
+        )
+        .unwrap();
+        let hc = c[0].health_check.as_ref().unwrap();
+        assert_eq!((hc.unhealthy_threshold, hc.healthy_threshold), (3, 2));
+        assert_eq!(
+            hc.http.as_ref().unwrap().expected_statuses,
+            vec![(200, 300)]
+        );
+        let err = decode(
+            json!([{"name": "a", "load_assignment": endpoint("127.0.0.1", 1),
+            "health_checks": [{"timeout": "1s", "interval": "5s", "unhealthy_threshold": 3,
+                "healthy_threshold": 2, "grpc_health_check": {}}]}]),
+        )
+        .unwrap_err();
+        assert!(
+            err.contains("health_checks[0]: field \"grpc_health_check\""),
+            "{err}"
+        );
         let err = decode(
             json!([{"name": "a", "load_assignment": endpoint("127.0.0.1", 1),
             "common_http_protocol_options": {"max_stream_duration": "1s"}}]),

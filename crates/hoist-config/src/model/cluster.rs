@@ -12,6 +12,26 @@ pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
 /// Envoy's default upstream connection `idle_timeout`.
 pub const DEFAULT_UPSTREAM_IDLE_TIMEOUT: Duration = Duration::from_secs(3600);
 
+/// `envoy.config.core.v3.HealthCheck`, HTTP or TCP.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct HealthCheck {
+    pub timeout: Duration,
+    pub interval: Duration,
+    pub unhealthy_threshold: u32,
+    pub healthy_threshold: u32,
+    /// None: a TCP check (connect only).
+    pub http: Option<HttpHealthCheck>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct HttpHealthCheck {
+    pub path: String,
+    /// `host`; None: the cluster's name, as Envoy sends.
+    pub host: Option<String>,
+    /// `expected_statuses` as [start, end) ranges; default 200 only.
+    pub expected_statuses: Vec<(u16, u16)>,
+}
+
 /// One `circuit_breakers.thresholds[]` entry: limits across all workers.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct CircuitBreakers {
@@ -108,6 +128,8 @@ pub struct Cluster {
     pub max_requests_per_connection: Option<u32>,
     /// `circuit_breakers.thresholds` of priority DEFAULT (Envoy's defaults when absent).
     pub circuit_breakers: CircuitBreakers,
+    /// `health_checks` (at most one).
+    pub health_check: Option<HealthCheck>,
     /// `transport_socket` with an UpstreamTlsContext; None is plain TCP.
     pub tls: Option<UpstreamTlsContext>,
     pub yaml_path: String,

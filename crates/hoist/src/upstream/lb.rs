@@ -3,6 +3,8 @@
 //! in a burst), weighted random, and least request as power of two choices by active
 //! requests.
 
+use std::sync::atomic::Ordering;
+
 use hoist_config::model::LbPolicy;
 
 use super::ClusterInfo;
@@ -23,25 +25,46 @@ impl LbState {
     /// The endpoint index for the next request. `active`: requests in flight per endpoint.
     pub fn pick(&mut self, cluster: &ClusterInfo, active: &[u32]) -> Option<usize> {
         let n = cluster.endpoints.len();
-        if n <= 1 {
-            return (n == 1).then_some(0);
+        if n == 1 {
+            return Some(0);
         }
+        // Envoy's panic threshold (50 %): with fewer healthy hosts than that, all hosts take
+        // traffic, rather than overloading the few left.
+        let healthy = cluster
+            .endpoints
+            .iter()
+            .filter(|e| e.healthy.load(Ordering::Relaxed))
+            .count();
+        let all = healthy * 2 < n;
+        let usable = |i: usize| {
+            all || cluster
+                .endpoints
+                .get(i)
+                .is_some_and(|e| e.healthy.load(Ordering::Relaxed))
+        };
         match cluster.lb_policy {
-            LbPolicy::RoundRobin => self.round_robin(cluster),
-            LbPolicy::Random => weighted_random(cluster),
+            LbPolicy::RoundRobin => self.round_robin(cluster, &usable),
+            LbPolicy::Random => weighted_random(cluster, &usable),
             LbPolicy::LeastRequest => {
-                let a = weighted_random(cluster)?;
-                let b = weighted_random(cluster)?;
+                let a = weighted_random(cluster, &usable)?;
+                let b = weighted_random(cluster, &usable)?;
                 let load = |i: usize| active.get(i).copied().unwrap_or(0);
                 Some(if load(b) < load(a) { b } else { a })
             }
         }
     }
 
-    fn round_robin(&mut self, cluster: &ClusterInfo) -> Option<usize> {
+    fn round_robin(
+        &mut self,
+        cluster: &ClusterInfo,
+        usable: &dyn Fn(usize) -> bool,
+    ) -> Option<usize> {
         let mut total = 0i64;
         let mut best: Option<usize> = None;
         for (i, e) in cluster.endpoints.iter().enumerate() {
+            if !usable(i) {
+                continue;
+            }
             let w = i64::from(e.weight);
             total += w;
             self.current[i] += w;
@@ -55,14 +78,26 @@ impl LbState {
     }
 }
 
-fn weighted_random(cluster: &ClusterInfo) -> Option<usize> {
-    let total: u64 = cluster.endpoints.iter().map(|e| u64::from(e.weight)).sum();
+fn weighted_random(cluster: &ClusterInfo, usable: &dyn Fn(usize) -> bool) -> Option<usize> {
+    let weight = |i: usize, e: &super::EndpointInfo| {
+        if usable(i) {
+            u64::from(e.weight)
+        } else {
+            0
+        }
+    };
+    let total: u64 = cluster
+        .endpoints
+        .iter()
+        .enumerate()
+        .map(|(i, e)| weight(i, e))
+        .sum();
     if total == 0 {
         return None;
     }
     let mut r = crate::request_id::random_u64() % total;
     for (i, e) in cluster.endpoints.iter().enumerate() {
-        let w = u64::from(e.weight);
+        let w = weight(i, e);
         if r < w {
             return Some(i);
         }
@@ -106,6 +141,7 @@ mod tests {
                     weight: *w,
                     label: String::new(),
                     stats: Default::default(),
+                    healthy: std::sync::atomic::AtomicBool::new(true),
                 })
                 .collect(),
             lb_policy: policy,
@@ -113,6 +149,7 @@ mod tests {
             idle_timeout: None,
             max_requests_per_connection: None,
             limits: Default::default(),
+            health_check: None,
             resources: Default::default(),
             resolve: false,
             family: Default::default(),

@@ -7,17 +7,20 @@ mod attempt;
 mod conn;
 pub mod forward;
 mod headers;
+pub mod health;
 mod lb;
 mod pool;
 mod reply;
 mod stats;
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use hoist_config::model::{CircuitBreakers, Cluster, DiscoveryType, DnsLookupFamily, LbPolicy};
+use hoist_config::model::{
+    CircuitBreakers, Cluster, DiscoveryType, DnsLookupFamily, HealthCheck, LbPolicy,
+};
 use hoist_config::ConfigError;
 use hoist_stats::Store;
 use hoist_tls::client::UpstreamTls;
@@ -34,6 +37,8 @@ pub struct EndpointInfo {
     pub label: String,
     /// What /clusters shows per host. Shared by the workers: one relaxed atomic add per event.
     pub stats: HostStats,
+    /// Active health checking's verdict (always true without health checks).
+    pub healthy: AtomicBool,
 }
 
 /// A cluster's open connections, pending and active requests and active retries, shared by
@@ -109,6 +114,7 @@ pub struct ClusterInfo {
     pub idle_timeout: Option<Duration>,
     pub max_requests_per_connection: Option<u32>,
     pub limits: CircuitBreakers,
+    pub health_check: Option<HealthCheck>,
     /// What the circuit breakers count, across workers.
     pub resources: Resources,
     /// Host names are resolved at connect time (STRICT_DNS, LOGICAL_DNS).
@@ -152,6 +158,8 @@ impl ClusterManager {
                     port: e.port,
                     weight: e.weight,
                     stats: HostStats::default(),
+                    // Envoy: a host must pass its first check before it counts as healthy.
+                    healthy: AtomicBool::new(c.health_check.is_none()),
                 })
                 .collect();
             out.by_name.insert(c.name.clone(), out.clusters.len());
@@ -163,6 +171,7 @@ impl ClusterManager {
                 idle_timeout: c.idle_timeout,
                 max_requests_per_connection: c.max_requests_per_connection,
                 limits: c.circuit_breakers,
+                health_check: c.health_check.clone(),
                 resources: Resources::default(),
                 resolve: c.discovery != DiscoveryType::Static,
                 family: c.dns_lookup_family,
@@ -200,7 +209,12 @@ impl ClusterManager {
                         e.host.as_str()
                     }
                 ));
-                s.push_str(&format!("{host}::health_flags::healthy\n"));
+                let flags = if e.healthy.load(Ordering::Relaxed) {
+                    "healthy"
+                } else {
+                    "/failed_active_hc"
+                };
+                s.push_str(&format!("{host}::health_flags::{flags}\n"));
                 s.push_str(&format!("{host}::weight::{}\n", e.weight));
                 s.push_str(&format!(
                     "{host}::region::\n{host}::zone::\n{host}::sub_zone::\n"
@@ -236,7 +250,11 @@ impl ClusterManager {
                         serde_json::json!({
                             "address": {"socket_address": {"address": e.host, "port_value": e.port}},
                             "stats": stats,
-                            "health_status": {"eds_health_status": "HEALTHY"},
+                            "health_status": if e.healthy.load(Ordering::Relaxed) {
+                                serde_json::json!({"eds_health_status": "HEALTHY"})
+                            } else {
+                                serde_json::json!({"eds_health_status": "HEALTHY", "failed_active_health_check": true})
+                            },
                             "weight": e.weight,
                         })
                     })

@@ -50,8 +50,7 @@ const COUNTERS: [&str; 18] = [
 ];
 
 /// Creates every stat of a cluster at load, so they show (as 0) before any traffic; the
-/// membership gauges are set here: hoist has no health checking yet, so every endpoint is
-/// healthy.
+/// membership gauges start here (health.rs keeps membership_healthy current).
 pub fn register(store: &Arc<Store>, c: &Cluster) {
     let scope = format!("cluster.{}.", c.name);
     for name in COUNTERS {
@@ -62,10 +61,12 @@ pub fn register(store: &Arc<Store>, c: &Cluster) {
     }
     let main = store.main_slot();
     let n = c.endpoints.len() as u64;
-    for name in ["membership_healthy", "membership_total"] {
+    // With health checks a host counts as healthy only once it passed one.
+    let healthy = if c.health_check.is_some() { 0 } else { n };
+    for (name, v) in [("membership_healthy", healthy), ("membership_total", n)] {
         store
             .gauge(&format!("{scope}{name}"), ImportMode::NeverImport)
-            .set(main, n);
+            .set(main, v);
     }
 }
 
