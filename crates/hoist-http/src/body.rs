@@ -1,8 +1,14 @@
 //! Response bodies. A file-backed body is a region of a mapped file: it is never copied into a
-//! heap buffer, so the transport can send it with sendfile or encrypt it in place.
+//! heap buffer, so the transport can send it with sendfile or encrypt it in place. A streamed
+//! body (a proxied response) arrives in pieces from a bounded channel: its producer waits while
+//! the channel is full, so a slow client slows the upstream read instead of growing a buffer.
+
+use std::io;
+use std::sync::{Arc, Mutex};
 
 use bytes::Bytes;
 use hoist_tls::file::FileRegion;
+use tokio::sync::mpsc;
 
 #[derive(Clone, Debug, Default)]
 pub enum Body {
@@ -10,18 +16,83 @@ pub enum Body {
     Empty,
     Bytes(Bytes),
     File(FileRegion),
+    Stream(StreamBody),
 }
 
 impl Body {
+    /// The length a response announces; a stream of unknown length counts as 0 (the codecs
+    /// check [`StreamBody::length`] before framing one).
     pub fn len(&self) -> u64 {
         match self {
             Body::Empty => 0,
             Body::Bytes(b) => b.len() as u64,
             Body::File(f) => f.len,
+            Body::Stream(s) => s.length.unwrap_or(0),
         }
     }
 
     pub fn is_empty(&self) -> bool {
-        self.len() == 0
+        match self {
+            Body::Stream(s) => s.length == Some(0),
+            _ => self.len() == 0,
+        }
+    }
+}
+
+/// How many pieces may wait between the producer and the writer. With pieces of at most
+/// 64 KiB this bounds what a stream holds in memory.
+pub const STREAM_CHANNEL_PIECES: usize = 4;
+
+/// The receiving end of a streamed body. Cloning shares the one receiver: the first writer to
+/// [`take`](StreamBody::take) it gets the pieces. An `Err` piece means the producer failed
+/// (the upstream reset or timed out): the writer must end the response abnormally.
+#[derive(Clone, Debug)]
+pub struct StreamBody {
+    /// Content-Length when the producer knows it; None: until the producer ends.
+    pub length: Option<u64>,
+    receiver: Arc<Mutex<Option<mpsc::Receiver<io::Result<Bytes>>>>>,
+}
+
+/// The producing end: `send` waits while the channel is full.
+pub type StreamSender = mpsc::Sender<io::Result<Bytes>>;
+
+impl StreamBody {
+    pub fn channel(length: Option<u64>) -> (StreamSender, StreamBody) {
+        let (tx, rx) = mpsc::channel(STREAM_CHANNEL_PIECES);
+        let body = StreamBody {
+            length,
+            receiver: Arc::new(Mutex::new(Some(rx))),
+        };
+        (tx, body)
+    }
+
+    /// The receiver, once; None when another clone took it (nothing to send then).
+    pub fn take(&self) -> Option<mpsc::Receiver<io::Result<Bytes>>> {
+        match self.receiver.lock() {
+            Ok(mut slot) => slot.take(),
+            Err(poisoned) => poisoned.into_inner().take(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn a_stream_is_taken_once_and_bounded() {
+        let (tx, body) = StreamBody::channel(Some(3));
+        let clone = Body::Stream(body.clone());
+        assert_eq!(clone.len(), 3);
+        let mut rx = body.take().unwrap();
+        assert!(body.take().is_none());
+        for _ in 0..STREAM_CHANNEL_PIECES {
+            tx.try_send(Ok(Bytes::from_static(b"x"))).unwrap();
+        }
+        // Full: the producer must wait for the writer.
+        assert!(tx.try_send(Ok(Bytes::from_static(b"x"))).is_err());
+        assert_eq!(rx.recv().await.unwrap().unwrap(), Bytes::from_static(b"x"));
+        let (_, unknown) = StreamBody::channel(None);
+        assert!(!Body::Stream(unknown).is_empty());
     }
 }

@@ -2,7 +2,8 @@
 //!
 //! - [`client_hello`]: Envoy's tls_inspector: SNI, ALPN and versions from the ClientHello,
 //!   read from the socket in whole records.
-//! - [`server_config`]: a `DownstreamTlsContext` as a rustls server configuration.
+//! - [`server_config`]: a `DownstreamTlsContext` as a rustls server configuration;
+//!   [`client`]: an `UpstreamTlsContext` as a rustls client configuration.
 //! - [`handshake`]: the server handshake over the unbuffered rustls API, reading whole records
 //!   only, so that the connection can be handed to kernel TLS afterwards.
 //! - [`transport`]: the one trait the HTTP codecs write to (read, write, write a file region),
@@ -18,6 +19,7 @@
 #![deny(unsafe_code)]
 
 mod buf;
+pub mod client;
 pub mod client_hello;
 pub mod file;
 pub mod handshake;

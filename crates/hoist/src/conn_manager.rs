@@ -36,6 +36,7 @@ pub struct HcmRuntime {
     pub request_headers_timeout: Option<Duration>,
     pub drain_timeout: Duration,
     pub generate_request_id: bool,
+    pub use_remote_address: bool,
     pub http2: hoist_config::model::Http2Options,
 }
 
@@ -48,6 +49,9 @@ pub struct Reply {
     /// Envoy's %RESPONSE_CODE_DETAILS%.
     pub details: &'static str,
     pub outcome: Outcome,
+    /// %UPSTREAM_HOST% and %UPSTREAM_CLUSTER% of a forwarded request.
+    pub upstream_host: Option<std::net::SocketAddr>,
+    pub upstream_cluster: Option<String>,
 }
 
 /// Where routing led: a route to act on, or a reply already decided.
@@ -56,7 +60,7 @@ pub enum Routing<'a> {
         vh: &'a VirtualHostEntry,
         route: &'a Route,
     },
-    Reply(Reply),
+    Reply(Box<Reply>),
 }
 
 /// Which router stat the request counts toward.
@@ -66,6 +70,8 @@ pub enum Outcome {
     Redirect,
     NoRoute,
     LocalReply,
+    /// The response came from an upstream.
+    Forwarded,
 }
 
 impl HcmRuntime {
@@ -115,6 +121,7 @@ impl HcmRuntime {
             request_headers_timeout: m.request_headers_timeout,
             drain_timeout: m.drain_timeout,
             generate_request_id: m.generate_request_id,
+            use_remote_address: m.use_remote_address,
             http2: m.http2.clone(),
         }))
     }
@@ -124,7 +131,7 @@ impl HcmRuntime {
     pub fn route<'a>(&'a self, head: &RequestHead, conn: &ConnInfo) -> Routing<'a> {
         let scheme = conn.scheme();
         let Some(vh) = self.router.virtual_host(head.authority.as_deref()) else {
-            return Routing::Reply(self.no_route());
+            return Routing::Reply(Box::new(self.no_route()));
         };
         if vh.require_tls && scheme != "https" {
             let location = format!(
@@ -142,7 +149,7 @@ impl HcmRuntime {
             if let Ok(v) = HeaderValue::from_str(&location) {
                 reply.head.headers.insert(header::LOCATION, v);
             }
-            return Routing::Reply(reply);
+            return Routing::Reply(Box::new(reply));
         }
         let input = MatchInput { head, scheme };
         match vh.route(&input) {
@@ -154,7 +161,7 @@ impl HcmRuntime {
                     head.path,
                     vh.name
                 );
-                Routing::Reply(self.no_route())
+                Routing::Reply(Box::new(self.no_route()))
             }
         }
     }
@@ -188,6 +195,16 @@ impl HcmRuntime {
                 }
                 (r, body.clone(), "direct_response", Outcome::DirectResponse)
             }
+            Action::Forward(_) => {
+                // The stream forwards these (stream.rs); reaching here is a bug, answered as
+                // Envoy answers a route it cannot serve.
+                (
+                    ResponseHead::new(503),
+                    Body::Empty,
+                    "cluster_not_found",
+                    Outcome::LocalReply,
+                )
+            }
             Action::Redirect(redirect) => {
                 let authority = head.authority.as_deref().unwrap_or("");
                 let location = crate::router::redirect_location(
@@ -204,6 +221,65 @@ impl HcmRuntime {
                 (r, Body::Empty, "redirect", Outcome::Redirect)
             }
         };
+        self.mutate_response(head, vh, route, conn, &mut response);
+        self.finalize(&mut response);
+        let route_name: Option<Arc<str>> =
+            (!route.name.is_empty()).then(|| Arc::from(route.name.as_str()));
+        Reply {
+            head: response,
+            body,
+            route_name,
+            flags: ResponseFlags::NONE,
+            details,
+            outcome,
+            upstream_host: None,
+            upstream_cluster: None,
+        }
+    }
+
+    /// A forwarded request's response (or the router's local reply for it), with the route's
+    /// response header mutations. An upstream's date is kept; server is ours, as in Envoy.
+    pub fn forwarded(
+        &self,
+        head: &RequestHead,
+        vh: &VirtualHostEntry,
+        route: &Route,
+        conn: &ConnInfo,
+        f: crate::upstream::forward::Forwarded,
+    ) -> Reply {
+        let mut response = f.head;
+        self.mutate_response(head, vh, route, conn, &mut response);
+        if f.from_upstream && response.headers.contains_key(header::DATE) {
+            response
+                .headers
+                .insert(header::SERVER, self.server_name.clone());
+        } else {
+            self.finalize(&mut response);
+        }
+        Reply {
+            head: response,
+            body: f.body,
+            route_name: (!route.name.is_empty()).then(|| Arc::from(route.name.as_str())),
+            flags: f.flags,
+            details: f.details,
+            outcome: if f.from_upstream {
+                Outcome::Forwarded
+            } else {
+                Outcome::LocalReply
+            },
+            upstream_host: f.upstream_host,
+            upstream_cluster: f.cluster,
+        }
+    }
+
+    fn mutate_response(
+        &self,
+        head: &RequestHead,
+        vh: &VirtualHostEntry,
+        route: &Route,
+        conn: &ConnInfo,
+        response: &mut ResponseHead,
+    ) {
         // Envoy applies the most specific level first, so the outer levels win on overwrite.
         let levels = [
             &route.response_headers,
@@ -219,17 +295,6 @@ impl HcmRuntime {
             for level in levels {
                 level.apply(&mut response.headers, None);
             }
-        }
-        self.finalize(&mut response);
-        let route_name: Option<Arc<str>> =
-            (!route.name.is_empty()).then(|| Arc::from(route.name.as_str()));
-        Reply {
-            head: response,
-            body,
-            route_name,
-            flags: ResponseFlags::NONE,
-            details,
-            outcome,
         }
     }
 
@@ -255,6 +320,8 @@ impl HcmRuntime {
             flags,
             details,
             outcome,
+            upstream_host: None,
+            upstream_cluster: None,
         }
     }
 

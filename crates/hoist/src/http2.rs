@@ -227,7 +227,16 @@ async fn exchange(
     *response.status_mut() = http::StatusCode::from_u16(reply.head.status)
         .unwrap_or(http::StatusCode::INTERNAL_SERVER_ERROR);
     *response.headers_mut() = reply.head.headers.clone();
-    if !matches!(reply.head.status, 204 | 304) {
+    let unknown_length = matches!(&reply.body, Body::Stream(s) if s.length.is_none());
+    if is_head
+        && reply
+            .head
+            .headers
+            .contains_key(http::header::CONTENT_LENGTH)
+        && reply.body.is_empty()
+    {
+        // A proxied HEAD response: the upstream's length stands.
+    } else if !matches!(reply.head.status, 204 | 304) && !unknown_length {
         response.headers_mut().insert(
             http::header::CONTENT_LENGTH,
             http::HeaderValue::from(reply.body.len()),
@@ -296,6 +305,7 @@ async fn send_body(
 ) -> Result<u64, u64> {
     let mut data = match body {
         Body::Empty => return Ok(0),
+        Body::Stream(stream) => return send_stream(send, stream, idle).await,
         Body::Bytes(b) => b.clone(),
         Body::File(region) => Bytes::from_owner(RegionBytes(region.clone())),
     };
@@ -322,6 +332,53 @@ async fn send_body(
         }
     }
     Ok(total)
+}
+
+/// Sends a streamed body piece by piece: the next piece is taken from the producer only once
+/// the peer's window took the previous one, so a slow client slows the upstream. A producer
+/// failure resets the stream (the client must not take a cut body for a whole one).
+async fn send_stream(
+    send: &mut h2::SendStream<Bytes>,
+    stream: &hoist_http::body::StreamBody,
+    idle: Option<Duration>,
+) -> Result<u64, u64> {
+    let Some(mut rx) = stream.take() else {
+        send.send_reset(h2::Reason::INTERNAL_ERROR);
+        return Ok(0);
+    };
+    let mut sent = 0u64;
+    while let Some(piece) = rx.recv().await {
+        let Ok(mut data) = piece else {
+            send.send_reset(h2::Reason::INTERNAL_ERROR);
+            return Ok(sent);
+        };
+        while !data.is_empty() {
+            send.reserve_capacity(data.len());
+            let capacity = poll_fn(|cx| send.poll_capacity(cx));
+            let granted = match idle {
+                Some(d) => tokio::time::timeout(d, capacity).await.map_err(|_| sent)?,
+                None => capacity.await,
+            };
+            let granted = match granted {
+                Some(Ok(n)) => n,
+                Some(Err(_)) | None => return Ok(sent),
+            };
+            if granted == 0 {
+                continue;
+            }
+            let chunk = data.split_to(granted.min(data.len()));
+            sent += chunk.len() as u64;
+            if send.send_data(chunk, false).is_err() {
+                return Ok(sent);
+            }
+        }
+    }
+    if stream.length.is_some_and(|n| n != sent) {
+        send.send_reset(h2::Reason::INTERNAL_ERROR);
+        return Ok(sent);
+    }
+    let _ = send.send_data(Bytes::new(), true);
+    Ok(sent)
 }
 
 /// Reads and drops the request body, returning its size; stops (resetting the stream) past

@@ -22,6 +22,7 @@ mod router;
 mod server;
 mod stats_scope;
 mod stream;
+mod upstream;
 mod worker;
 
 use std::process::ExitCode;

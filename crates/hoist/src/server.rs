@@ -15,6 +15,7 @@ use crate::cli::{Mode, Options};
 use crate::default_config::{self, DefaultConfig};
 use crate::drain::{self, Phase, PhaseReceiver, PhaseSender};
 use crate::listener::{ListenerRuntime, OffloadDefaults};
+use crate::upstream::ClusterManager;
 use crate::worker;
 
 /// What every thread may read about the server.
@@ -25,6 +26,8 @@ pub struct ServerState {
     /// Actual bound addresses (port 0 resolved), index-aligned with `listeners`.
     pub bound: Vec<SocketAddr>,
     pub stats: Arc<Store>,
+    /// static_resources.clusters, compiled.
+    pub clusters: Arc<ClusterManager>,
     pub concurrency: usize,
     pub start: Instant,
     pub start_wall: SystemTime,
@@ -118,6 +121,10 @@ pub fn run(options: Options) -> ExitCode {
         mode: options.tls_offload.mode(),
         caps,
     };
+    let clusters = match ClusterManager::build(&bootstrap.clusters, &stats) {
+        Ok(c) => Arc::new(c),
+        Err(e) => return config_failed(&options, &config_name, &e.to_string()),
+    };
     let listeners = match bootstrap
         .listeners
         .iter()
@@ -184,6 +191,7 @@ pub fn run(options: Options) -> ExitCode {
     let (phase_tx, _) = drain::channel();
     let state = Arc::new(ServerState {
         stats,
+        clusters,
         options: options.clone(),
         bootstrap,
         listeners: listeners.clone(),
@@ -196,6 +204,7 @@ pub fn run(options: Options) -> ExitCode {
         config_name,
     });
     crate::stats_scope::register_server_stats(&state);
+    crate::upstream::health::spawn(&state.clusters);
 
     let cpus = worker::allowed_cpus();
     let mut workers = Vec::with_capacity(concurrency);

@@ -17,7 +17,10 @@ use http::HeaderValue;
 use crate::access_log::{LogContext, WorkerAccessLog};
 use crate::conn_manager::{HcmRuntime, Outcome, Reply, Routing};
 use crate::connection::ConnInfo;
+use crate::router::Action;
 use crate::stats_scope::HcmWorkerStats;
+use crate::upstream::forward::{self, Source};
+use crate::upstream::WorkerClusters;
 use crate::worker::Worker;
 
 /// A connection manager as one worker runs it: the shared configuration, this worker's stats
@@ -27,6 +30,8 @@ pub struct HcmWorker {
     pub stats: HcmWorkerStats,
     filters: WorkerFilterChain,
     loggers: RefCell<Vec<WorkerAccessLog>>,
+    /// The worker's clusters (pools, balancers), shared by its connection managers.
+    clusters: Rc<WorkerClusters>,
 }
 
 /// A request body as the codec delivers it, whatever the protocol.
@@ -63,13 +68,19 @@ pub struct StreamRecord<'a> {
 }
 
 impl HcmWorker {
-    pub fn new(rt: Arc<HcmRuntime>, stats: HcmWorkerStats, slot: usize) -> HcmWorker {
+    pub fn new(
+        rt: Arc<HcmRuntime>,
+        stats: HcmWorkerStats,
+        slot: usize,
+        clusters: Rc<WorkerClusters>,
+    ) -> HcmWorker {
         let loggers = rt.access_logs.iter().map(|l| l.worker()).collect();
         HcmWorker {
             filters: rt.filters.worker(slot),
             rt,
             stats,
             loggers: RefCell::new(loggers),
+            clusters,
         }
     }
 
@@ -108,6 +119,12 @@ impl HcmWorker {
         let mut state = StreamState::default();
         let mut filters = self.filters.stream();
         let mut body_unread = false;
+        let forwarding = matches!(
+            &routing,
+            Routing::Route { route, .. } if matches!(route.action, Action::Forward(_))
+        );
+        // A body a filter read whole, for the upstream.
+        let mut buffered: Option<Bytes> = None;
         let mut decision = if filters.is_empty() {
             Decision::Continue
         } else {
@@ -119,9 +136,11 @@ impl HcmWorker {
             let limit = filters.body_limit(buffer_limit);
             decision = match read_body(body, limit).await? {
                 Some(whole) => {
-                    filters
+                    let d = filters
                         .decode_body(head, &whole, &info, &mut state, route_configs)
-                        .await
+                        .await;
+                    buffered = Some(whole);
+                    d
                 }
                 None => {
                     self.stats.rq_too_large.inc();
@@ -133,6 +152,8 @@ impl HcmWorker {
                     ))
                 }
             };
+        } else if matches!(decision, Decision::Continue) && !end_stream && forwarding {
+            // The router streams it to the upstream.
         } else if matches!(decision, Decision::Continue) && !end_stream {
             // Nothing hoist answers by itself needs the body: take it and drop it, so the
             // connection stays in step (and a malformed body is still refused).
@@ -142,8 +163,26 @@ impl HcmWorker {
         }
         let mut reply = match (decision, routing) {
             (Decision::Reply(r), _) => self.filter_reply(r, &mut state),
-            (_, Routing::Reply(r)) => r,
-            (_, Routing::Route { vh, route }) => self.rt.act(head, vh, route, conn),
+            (_, Routing::Reply(r)) => *r,
+            (_, Routing::Route { vh, route }) => match &route.action {
+                Action::Forward(action) => {
+                    let cx = forward::Context {
+                        clusters: &self.clusters,
+                        conn,
+                        use_remote_address: self.rt.use_remote_address,
+                        path_match: route.path_match(),
+                    };
+                    let source = match buffered.take() {
+                        Some(b) => Source::Buffered(b),
+                        None if end_stream => Source::None,
+                        None => Source::Stream(body),
+                    };
+                    let f = forward::forward(&cx, action, head, source).await?;
+                    body_unread |= f.body_unread;
+                    self.rt.forwarded(head, vh, route, conn, f)
+                }
+                _ => self.rt.act(head, vh, route, conn),
+            },
         };
         if !filters.is_empty() {
             if let Some(r) =
@@ -157,6 +196,9 @@ impl HcmWorker {
                     Body::File(f) => {
                         filters.encode_data(f.bytes(), &info, &mut state, route_configs)
                     }
+                    // A streamed response is never held whole; filters that need the
+                    // response body do not see proxied ones (none of hoist's filters do yet).
+                    Body::Stream(_) => None,
                 };
                 if let Some(r) = replaced {
                     reply = self.filter_reply(r, &mut state);
@@ -206,7 +248,7 @@ impl HcmWorker {
             Outcome::DirectResponse => self.stats.rq_direct_response.inc(),
             Outcome::Redirect => self.stats.rq_redirect.inc(),
             Outcome::NoRoute => self.stats.no_route.inc(),
-            Outcome::LocalReply => {}
+            Outcome::LocalReply | Outcome::Forwarded => {}
         }
     }
 
@@ -262,6 +304,8 @@ impl HcmWorker {
             tls: r.conn.tls.as_ref(),
             route_name: r.reply.route_name.as_deref(),
             connection_id: Some(r.conn.id),
+            upstream_host: r.reply.upstream_host,
+            upstream_cluster: r.reply.upstream_cluster.as_deref(),
             ..LogContext::new(r.start_wall)
         };
         for logger in loggers.iter_mut() {

@@ -19,6 +19,7 @@ use crate::listener::ListenerRuntime;
 use crate::server::ServerState;
 use crate::stats_scope::{HcmWorkerStats, ListenerStats};
 use crate::stream::HcmWorker;
+use crate::upstream::WorkerClusters;
 
 /// A worker's view of one listener: its stats and, per filter chain, its connection manager's.
 pub struct WorkerListener {
@@ -77,6 +78,7 @@ async fn run(
         hcms: RefCell::new(Vec::new()),
     });
     let slot = index;
+    let clusters = Rc::new(WorkerClusters::new(state.clusters.clone(), slot));
     for (rt, socket) in sockets {
         let listener = match TcpListener::from_std(socket) {
             Ok(l) => l,
@@ -92,6 +94,7 @@ async fn run(
                     c.hcm.clone(),
                     HcmWorkerStats::new(&state.stats, &c.hcm.stat_prefix, &rt.stat_scope, slot),
                     slot,
+                    clusters.clone(),
                 ));
                 worker.hcms.borrow_mut().push(hcm.clone());
                 hcm

@@ -58,7 +58,7 @@ fn faults_name_their_yaml_path_and_exit_1() {
                 "direct_response: {status: 200, body: {inline_string: \"hello from hoist\\n\"}}",
                 "route: {cluster: backend}",
             ),
-            "route action \"route\" (upstream clusters) is not supported by hoist yet",
+            "route.cluster: unknown cluster \"backend\" (not in static_resources.clusters)",
         ),
         (
             good.replace(

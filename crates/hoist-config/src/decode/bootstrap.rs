@@ -158,5 +158,6 @@ fn static_resources(node: &Node) -> Result<(Vec<Listener>, Vec<Cluster>)> {
         listeners.push(l);
     }
     m.finish()?;
+    super::forward::check_clusters(&listeners, &clusters)?;
     Ok((listeners, clusters))
 }

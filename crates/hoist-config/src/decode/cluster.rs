@@ -1,13 +1,15 @@
 //! `static_resources.clusters[]` (`envoy.config.cluster.v3.Cluster`): the subset a filter needs
-//! to reach one service of its own (jwt_authn's remote JWKS): a name, how to find the endpoint,
-//! a connect timeout, and optionally TLS.
+//! and the router need: a name, how to find the endpoints and balance between them, a connect
+//! timeout, and optionally TLS.
 
 use std::net::IpAddr;
 
 use super::tls::validation_context;
 use crate::extension::{select, Kind, Slot};
 use crate::model::{
-    Cluster, DiscoveryType, DnsLookupFamily, Endpoint, UpstreamTlsContext, DEFAULT_CONNECT_TIMEOUT,
+    CircuitBreakers, Cluster, DiscoveryType, DnsLookupFamily, Endpoint, HealthCheck,
+    HttpHealthCheck, LbPolicy, UpstreamTlsContext, DEFAULT_CONNECT_TIMEOUT,
+    DEFAULT_UPSTREAM_IDLE_TIMEOUT,
 };
 use crate::reader::{Message, Node, Result};
 
@@ -25,6 +27,18 @@ const RAW_BUFFER: Kind = Kind {
 
 /// The cluster types in proto order (`envoy.config.cluster.v3.Cluster.DiscoveryType`).
 const DISCOVERY_TYPES: [&str; 5] = ["STATIC", "STRICT_DNS", "LOGICAL_DNS", "EDS", "ORIGINAL_DST"];
+
+/// `envoy.config.cluster.v3.Cluster.LbPolicy` in proto order (4 is reserved).
+const LB_POLICIES: [&str; 8] = [
+    "ROUND_ROBIN",
+    "LEAST_REQUEST",
+    "RING_HASH",
+    "RANDOM",
+    "",
+    "MAGLEV",
+    "CLUSTER_PROVIDED",
+    "LOAD_BALANCING_POLICY_CONFIG",
+];
 
 const DNS_FAMILIES: [&str; 5] = ["AUTO", "V4_ONLY", "V6_ONLY", "V4_PREFERRED", "ALL"];
 
@@ -58,11 +72,7 @@ fn cluster(node: &Node) -> Result<Cluster> {
         "round_robin_lb_config",
         "common_lb_config",
         "load_balancing_policy",
-        "health_checks",
-        "max_requests_per_connection",
-        "circuit_breakers",
         "upstream_http_protocol_options",
-        "common_http_protocol_options",
         "http_protocol_options",
         "http2_protocol_options",
         "typed_extension_protocol_options",
@@ -114,18 +124,55 @@ fn cluster(node: &Node) -> Result<Cluster> {
         Some(d) => d,
         None => DEFAULT_CONNECT_TIMEOUT,
     };
-    // Only the first endpoint is used, so any balancing policy is the same; the others name
-    // behaviours hoist does not have.
-    if let Some(n) = m.field("lb_policy")? {
-        if n.enumeration(&["ROUND_ROBIN", "LEAST_REQUEST", "RING_HASH", "RANDOM"])? != 0 {
-            return Err(n.error("lb_policy other than ROUND_ROBIN is not supported by hoist yet"));
-        }
-    }
+    let lb_policy = match m.field("lb_policy")? {
+        None => LbPolicy::RoundRobin,
+        Some(n) => match n.enumeration(&LB_POLICIES)? {
+            0 => LbPolicy::RoundRobin,
+            1 => LbPolicy::LeastRequest,
+            3 => LbPolicy::Random,
+            i => {
+                return Err(n.error(format!(
+                    "lb_policy {} is not supported by hoist yet (ROUND_ROBIN, LEAST_REQUEST, RANDOM are)",
+                    LB_POLICIES.get(i).unwrap_or(&"?")
+                )))
+            }
+        },
+    };
     let dns_lookup_family = match m.enumeration("dns_lookup_family", &DNS_FAMILIES)? {
         None | Some(0) => DnsLookupFamily::V6Preferred,
         Some(1) => DnsLookupFamily::V4Only,
         Some(2) => DnsLookupFamily::V6Only,
         _ => DnsLookupFamily::V4Preferred,
+    };
+    let mut idle_timeout = Some(DEFAULT_UPSTREAM_IDLE_TIMEOUT);
+    let mut max_requests_per_connection = m
+        .opt_u32("max_requests_per_connection", 0..=u32::MAX)?
+        .filter(|n| *n > 0);
+    if let Some(n) = m.field("common_http_protocol_options")? {
+        let mut o = n.message()?;
+        o.unsupported(&[
+            "max_connection_duration",
+            "max_headers_count",
+            "max_response_headers_kb",
+            "max_stream_duration",
+            "headers_with_underscores_action",
+        ])?;
+        if let Some(d) = o.opt_duration("idle_timeout")? {
+            idle_timeout = (!d.is_zero()).then_some(d);
+        }
+        if let Some(max) = o.opt_u32("max_requests_per_connection", 0..=u32::MAX)? {
+            max_requests_per_connection = (max > 0).then_some(max);
+        }
+        o.finish()?;
+    }
+    let circuit_breakers = match m.field("circuit_breakers")? {
+        Some(n) => circuit_breakers(&n)?,
+        None => CircuitBreakers::default(),
+    };
+    let health_check = match m.list("health_checks")?.as_slice() {
+        [] => None,
+        [one] => Some(health_check(one)?),
+        [_, second, ..] => return Err(second.error("hoist supports one health check per cluster")),
     };
     let assignment = m.required("load_assignment")?;
     let endpoints = load_assignment(&assignment, discovery)?;
@@ -140,8 +187,135 @@ fn cluster(node: &Node) -> Result<Cluster> {
         connect_timeout,
         dns_lookup_family,
         endpoints,
+        lb_policy,
+        idle_timeout,
+        max_requests_per_connection,
+        circuit_breakers,
+        health_check,
         tls,
         yaml_path,
+    })
+}
+
+/// `envoy.config.cluster.v3.CircuitBreakers`: the DEFAULT priority's thresholds are the ones
+/// hoist applies (routes cannot ask for HIGH); a HIGH entry is checked and kept out of use.
+fn circuit_breakers(node: &Node) -> Result<CircuitBreakers> {
+    let mut m = node.message()?;
+    m.unsupported(&["per_host_thresholds"])?;
+    let mut out = CircuitBreakers::default();
+    for t in m.list("thresholds")? {
+        let mut th = t.message()?;
+        th.unsupported(&["track_remaining", "max_connection_pools", "retry_budget"])?;
+        let high = th.enumeration("priority", &["DEFAULT", "HIGH"])? == Some(1);
+        let d = CircuitBreakers::default();
+        let b = CircuitBreakers {
+            max_connections: th.u32("max_connections", d.max_connections, 0..=u32::MAX)?,
+            max_pending_requests: th.u32(
+                "max_pending_requests",
+                d.max_pending_requests,
+                0..=u32::MAX,
+            )?,
+            max_requests: th.u32("max_requests", d.max_requests, 0..=u32::MAX)?,
+            max_retries: th.u32("max_retries", d.max_retries, 0..=u32::MAX)?,
+        };
+        th.finish()?;
+        if !high {
+            out = b;
+        }
+    }
+    m.finish()?;
+    Ok(out)
+}
+
+fn health_check(node: &Node) -> Result<HealthCheck> {
+    let mut m = node.message()?;
+    m.unsupported(&[
+        "initial_jitter",
+        "interval_jitter",
+        "interval_jitter_percent",
+        "alt_port",
+        "reuse_connection",
+        "no_traffic_interval",
+        "no_traffic_healthy_interval",
+        "unhealthy_interval",
+        "unhealthy_edge_interval",
+        "healthy_edge_interval",
+        "event_log_path",
+        "event_logger",
+        "event_service",
+        "always_log_health_check_failures",
+        "always_log_health_check_success",
+        "tls_options",
+        "transport_socket_match_criteria",
+        "grpc_health_check",
+        "custom_health_check",
+    ])?;
+    let positive = |m: &mut Message, name: &str| -> Result<std::time::Duration> {
+        let n = m.required(name)?;
+        let d = n.duration()?;
+        if d.is_zero() {
+            return Err(n.error(format!("{name} must be greater than 0s")));
+        }
+        Ok(d)
+    };
+    let timeout = positive(&mut m, "timeout")?;
+    let interval = positive(&mut m, "interval")?;
+    let unhealthy_threshold = m.required("unhealthy_threshold")?.u32_in(1..=u32::MAX)?;
+    let healthy_threshold = m.required("healthy_threshold")?.u32_in(1..=u32::MAX)?;
+    let http = match m.oneof(&["http_health_check", "tcp_health_check"], true)? {
+        Some("http_health_check") => {
+            let mut h = m.required("http_health_check")?.message()?;
+            h.unsupported(&[
+                "send",
+                "receive",
+                "response_buffer_size",
+                "request_headers_to_add",
+                "request_headers_to_remove",
+                "retriable_statuses",
+                "codec_client_type",
+                "service_name_matcher",
+                "method",
+            ])?;
+            let path = h.required_string("path")?;
+            if !path.starts_with('/') || path.bytes().any(|b| !b.is_ascii_graphic()) {
+                return Err(h.error(format!("path \"{path}\" is not an origin-form path")));
+            }
+            let host = h.opt_string("host")?.filter(|s| !s.is_empty());
+            let mut expected_statuses = Vec::new();
+            for r in h.list("expected_statuses")? {
+                let mut rm = r.message()?;
+                let start = rm.required("start")?.u32_in(100..=599)?;
+                let end = rm.required("end")?.u32_in(101..=600)?;
+                rm.finish()?;
+                if end <= start {
+                    return Err(r.error("end must be greater than start"));
+                }
+                expected_statuses.push((start as u16, end as u16));
+            }
+            if expected_statuses.is_empty() {
+                expected_statuses.push((200, 201));
+            }
+            h.finish()?;
+            Some(HttpHealthCheck {
+                path,
+                host,
+                expected_statuses,
+            })
+        }
+        _ => {
+            let mut t = m.required("tcp_health_check")?.message()?;
+            t.unsupported(&["send", "receive", "proxy_protocol_config"])?;
+            t.finish()?;
+            None
+        }
+    };
+    m.finish()?;
+    Ok(HealthCheck {
+        timeout,
+        interval,
+        unhealthy_threshold,
+        healthy_threshold,
+        http,
     })
 }
 
@@ -163,22 +337,20 @@ fn load_assignment(node: &Node, discovery: DiscoveryType) -> Result<Vec<Endpoint
         ])?;
         for lb in l.list("lb_endpoints")? {
             let mut e = lb.message()?;
-            e.unsupported(&[
-                "endpoint_name",
-                "health_status",
-                "metadata",
-                "load_balancing_weight",
-            ])?;
+            e.unsupported(&["endpoint_name", "health_status", "metadata"])?;
+            let weight = e.u32("load_balancing_weight", 1, 1..=u32::MAX)?;
             let mut endpoint = e.required("endpoint")?.message()?;
             endpoint.unsupported(&["health_check_config", "hostname", "additional_addresses"])?;
-            endpoints.push(socket_address(&endpoint.required("address")?, discovery)?);
+            let mut address = socket_address(&endpoint.required("address")?, discovery)?;
+            address.weight = weight;
+            endpoints.push(address);
             endpoint.finish()?;
             e.finish()?;
         }
         l.finish()?;
     }
     if endpoints.is_empty() {
-        return Err(m.error("no endpoint: hoist connects to a cluster's first endpoint"));
+        return Err(m.error("no endpoint: a cluster needs at least one"));
     }
     m.finish()?;
     Ok(endpoints)
@@ -219,6 +391,7 @@ fn socket_address(node: &Node, discovery: DiscoveryType) -> Result<Endpoint> {
     Ok(Endpoint {
         host: bare,
         port: u16::try_from(port).map_err(|_| port_node.error("port out of range"))?,
+        weight: 1,
     })
 }
 
@@ -340,10 +513,82 @@ mod tests {
             c[0].endpoints,
             vec![Endpoint {
                 host: "127.0.0.1".into(),
-                port: 8443
+                port: 8443,
+                weight: 1,
             }]
         );
         assert!(c[0].tls.is_none());
+        assert_eq!(c[0].lb_policy, LbPolicy::RoundRobin);
+        assert_eq!(c[0].idle_timeout, Some(DEFAULT_UPSTREAM_IDLE_TIMEOUT));
+        assert_eq!(c[0].max_requests_per_connection, None);
+        let c = decode(json!([{"name": "a", "load_assignment": endpoint("127.0.0.1", 1),
+            "common_http_protocol_options": {"idle_timeout": "0s", "max_requests_per_connection": 3}}]))
+        .unwrap();
+        assert_eq!(c[0].idle_timeout, None);
+        assert_eq!(c[0].max_requests_per_connection, Some(3));
+        let c = decode(
+            json!([{"name": "a", "load_assignment": endpoint("127.0.0.1", 1),
+            "circuit_breakers": {"thresholds": [{"max_requests": 2, "max_connections": 1},
+                {"priority": "HIGH", "max_requests": 9}]}}]),
+        )
+        .unwrap();
+        assert_eq!(c[0].circuit_breakers.max_requests, 2);
+        assert_eq!(c[0].circuit_breakers.max_connections, 1);
+        assert_eq!(c[0].circuit_breakers.max_pending_requests, 1024);
+        let c = decode(
+            json!([{"name": "a", "load_assignment": endpoint("127.0.0.1", 1),
+            "health_checks": [{"timeout": "1s", "interval": "5s", "unhealthy_threshold": 3,
+                "healthy_threshold": 2, "http_health_check": {"path": "/healthz",
+                "expected_statuses": [{"start": 200, "end": 300}]}}]}]),
+        )
+        .unwrap();
+        let hc = c[0].health_check.as_ref().unwrap();
+        assert_eq!((hc.unhealthy_threshold, hc.healthy_threshold), (3, 2));
+        assert_eq!(
+            hc.http.as_ref().unwrap().expected_statuses,
+            vec![(200, 300)]
+        );
+        let err = decode(
+            json!([{"name": "a", "load_assignment": endpoint("127.0.0.1", 1),
+            "health_checks": [{"timeout": "1s", "interval": "5s", "unhealthy_threshold": 3,
+                "healthy_threshold": 2, "grpc_health_check": {}}]}]),
+        )
+        .unwrap_err();
+        assert!(
+            err.contains("health_checks[0]: field \"grpc_health_check\""),
+            "{err}"
+        );
+        let err = decode(
+            json!([{"name": "a", "load_assignment": endpoint("127.0.0.1", 1),
+            "common_http_protocol_options": {"max_stream_duration": "1s"}}]),
+        )
+        .unwrap_err();
+        assert!(
+            err.contains("common_http_protocol_options: field \"max_stream_duration\""),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn lb_policies_and_endpoint_weights() {
+        let mut assignment = endpoint("127.0.0.1", 1);
+        assignment["endpoints"][0]["lb_endpoints"][0]["load_balancing_weight"] = json!(3);
+        let c = decode(json!([{"name": "a", "lb_policy": "LEAST_REQUEST",
+            "load_assignment": assignment}]))
+        .unwrap();
+        assert_eq!(c[0].lb_policy, LbPolicy::LeastRequest);
+        assert_eq!(c[0].endpoints[0].weight, 3);
+        let c = decode(json!([{"name": "a", "lb_policy": "RANDOM",
+            "load_assignment": endpoint("127.0.0.1", 1)}]))
+        .unwrap();
+        assert_eq!(c[0].lb_policy, LbPolicy::Random);
+        let err = decode(json!([{"name": "a", "lb_policy": "MAGLEV",
+            "load_assignment": endpoint("127.0.0.1", 1)}]))
+        .unwrap_err();
+        assert!(err.contains("lb_policy MAGLEV is not supported"), "{err}");
+        let mut zero = endpoint("127.0.0.1", 1);
+        zero["endpoints"][0]["lb_endpoints"][0]["load_balancing_weight"] = json!(0);
+        assert!(decode(json!([{"name": "a", "load_assignment": zero}])).is_err());
     }
 
     #[test]

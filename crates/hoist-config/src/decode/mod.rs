@@ -6,6 +6,7 @@ mod bootstrap;
 mod cipher;
 mod cluster;
 mod core;
+mod forward;
 mod hcm;
 mod headers;
 mod http_filters;

@@ -169,11 +169,7 @@ fn route(node: &Node, cx: &Context) -> Result<Route> {
             RouteAction::DirectResponse(direct_response(&m.required("direct_response")?, cx)?)
         }
         Some("redirect") => RouteAction::Redirect(redirect(&m.required("redirect")?)?),
-        _ => {
-            return Err(
-                m.error("route action \"route\" (upstream clusters) is not supported by hoist yet")
-            )
-        }
+        _ => RouteAction::Route(super::forward::forward_action(&m.required("route")?)?),
     };
     let headers = header_mutations(&mut m)?;
     let typed_per_filter_config = typed_per_filter_config(&mut m, cx.filters)?;

@@ -1,6 +1,5 @@
-//! `envoy.config.cluster.v3.Cluster`: the minimum filters need to reach a service of their own
-//! (jwt_authn's remote JWKS). hoist does not route requests to clusters yet: a route's `route`
-//! action is still refused; a cluster exists only for the filters that name it.
+//! `envoy.config.cluster.v3.Cluster`: the upstream services routes forward to (and filters
+//! reach for their own needs, such as jwt_authn's remote JWKS).
 
 use std::time::Duration;
 
@@ -9,6 +8,50 @@ use super::tls::SanMatch;
 
 /// Envoy's default `connect_timeout`.
 pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// Envoy's default upstream connection `idle_timeout`.
+pub const DEFAULT_UPSTREAM_IDLE_TIMEOUT: Duration = Duration::from_secs(3600);
+
+/// `envoy.config.core.v3.HealthCheck`, HTTP or TCP.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct HealthCheck {
+    pub timeout: Duration,
+    pub interval: Duration,
+    pub unhealthy_threshold: u32,
+    pub healthy_threshold: u32,
+    /// None: a TCP check (connect only).
+    pub http: Option<HttpHealthCheck>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct HttpHealthCheck {
+    pub path: String,
+    /// `host`; None: the cluster's name, as Envoy sends.
+    pub host: Option<String>,
+    /// `expected_statuses` as [start, end) ranges; default 200 only.
+    pub expected_statuses: Vec<(u16, u16)>,
+}
+
+/// One `circuit_breakers.thresholds[]` entry: limits across all workers.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct CircuitBreakers {
+    pub max_connections: u32,
+    pub max_pending_requests: u32,
+    pub max_requests: u32,
+    pub max_retries: u32,
+}
+
+impl Default for CircuitBreakers {
+    /// Envoy's defaults.
+    fn default() -> Self {
+        CircuitBreakers {
+            max_connections: 1024,
+            max_pending_requests: 1024,
+            max_requests: 1024,
+            max_retries: 3,
+        }
+    }
+}
 
 /// `type`: how the endpoints' addresses are found.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -38,6 +81,21 @@ pub struct Endpoint {
     /// An IP literal (STATIC) or a host name (STRICT_DNS, LOGICAL_DNS).
     pub host: String,
     pub port: u16,
+    /// `lb_endpoints[].load_balancing_weight` (1..), default 1.
+    pub weight: u32,
+}
+
+/// `lb_policy`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum LbPolicy {
+    /// Weighted round robin (Envoy's default).
+    #[default]
+    RoundRobin,
+    /// Power of two choices by active requests (`choice_count` 2), weights honoured by picking
+    /// candidates in proportion to them.
+    LeastRequest,
+    /// Weighted random.
+    Random,
 }
 
 /// `envoy.extensions.transport_sockets.tls.v3.UpstreamTlsContext`: the subset hoist's upstream
@@ -60,8 +118,18 @@ pub struct Cluster {
     pub discovery: DiscoveryType,
     pub connect_timeout: Duration,
     pub dns_lookup_family: DnsLookupFamily,
-    /// In configuration order; hoist connects to the first.
+    /// In configuration order (filters that need one endpoint take the first).
     pub endpoints: Vec<Endpoint>,
+    pub lb_policy: LbPolicy,
+    /// `common_http_protocol_options.idle_timeout` (default 1 h); None: `0s`, never.
+    pub idle_timeout: Option<Duration>,
+    /// `common_http_protocol_options.max_requests_per_connection` (or the deprecated
+    /// top-level field); None: unlimited.
+    pub max_requests_per_connection: Option<u32>,
+    /// `circuit_breakers.thresholds` of priority DEFAULT (Envoy's defaults when absent).
+    pub circuit_breakers: CircuitBreakers,
+    /// `health_checks` (at most one).
+    pub health_check: Option<HealthCheck>,
     /// `transport_socket` with an UpstreamTlsContext; None is plain TCP.
     pub tls: Option<UpstreamTlsContext>,
     pub yaml_path: String,

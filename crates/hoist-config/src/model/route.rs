@@ -1,6 +1,7 @@
 //! `envoy.config.route.v3`: route configuration, virtual hosts, routes.
 
 use std::collections::BTreeMap;
+use std::time::Duration;
 
 use super::core::{DataSource, HeaderValueOption, RawTypedConfig, StringMatcher};
 
@@ -144,10 +145,67 @@ pub struct Redirect {
     pub strip_query: bool,
 }
 
+/// Envoy's default route `timeout`.
+pub const DEFAULT_ROUTE_TIMEOUT: Duration = Duration::from_secs(15);
+
+/// Which cluster a forwarded request goes to.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ClusterSpecifier {
+    /// `cluster`
+    Cluster(String),
+    /// `weighted_clusters.clusters[]`: (name, weight), weights > 0 in total.
+    Weighted(Vec<(String, u32)>),
+    /// `cluster_header`: lower-cased header name whose value names the cluster.
+    Header(String),
+}
+
+/// `host_rewrite_*`: what the Host / :authority sent upstream becomes.
+#[derive(Clone, Debug, PartialEq, Eq, Default)]
+pub enum HostRewrite {
+    #[default]
+    Keep,
+    /// `host_rewrite_literal`
+    Literal(String),
+    /// `auto_host_rewrite`: the chosen endpoint's address (host:port).
+    Auto,
+}
+
+/// `envoy.config.route.v3.RouteAction`: forward to an upstream cluster.
+#[derive(Clone, Debug)]
+pub struct ForwardAction {
+    pub cluster: ClusterSpecifier,
+    /// `prefix_rewrite`: replaces the part of the path the route's prefix matched.
+    pub prefix_rewrite: Option<String>,
+    pub host_rewrite: HostRewrite,
+    /// `timeout`; None: `0s`, no timeout.
+    pub timeout: Option<Duration>,
+    pub retry_policy: Option<RetryPolicy>,
+}
+
+/// `envoy.config.route.v3.RetryPolicy`, the subset hoist implements.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RetryPolicy {
+    /// `retry_on` conditions.
+    pub on_5xx: bool,
+    pub on_gateway_error: bool,
+    pub on_connect_failure: bool,
+    pub on_reset: bool,
+    pub on_retriable_status_codes: bool,
+    /// `num_retries`, default 1.
+    pub num_retries: u32,
+    /// `per_try_timeout`; None: only the route timeout.
+    pub per_try_timeout: Option<Duration>,
+    pub retriable_status_codes: Vec<u16>,
+    /// `retry_back_off{base_interval (25 ms), max_interval (10 x base)}`.
+    pub base_interval: Duration,
+    pub max_interval: Duration,
+}
+
 #[derive(Clone, Debug)]
 pub enum RouteAction {
     DirectResponse(DirectResponse),
     Redirect(Redirect),
+    Route(ForwardAction),
 }
 
 #[derive(Clone, Debug)]

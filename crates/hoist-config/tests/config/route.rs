@@ -334,7 +334,7 @@ fn route_actions() {
     );
     assert_eq!(
         error(&v),
-        format!("{ROUTE_PATH}: route action \"route\" (upstream clusters) is not supported by hoist yet")
+        format!("{ROUTE_PATH}.route.cluster: unknown cluster \"backend\" (not in static_resources.clusters)")
     );
     set(
         &mut v,

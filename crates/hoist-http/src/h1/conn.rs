@@ -16,6 +16,7 @@ use super::encode::{encode_head, reason, ConnectionHeader, LengthHeader};
 use super::framing::RequestInfo;
 use super::parse::{parse_head, Scratch};
 use super::{H1Error, H1Limits};
+use crate::body::StreamBody;
 use crate::{Body, RequestHead, ResponseHead, Version};
 
 /// Read size while waiting for a head. Requests are small; a large head grows the buffer up to
@@ -348,13 +349,23 @@ impl<T: Transport> H1Conn<T> {
         is_head_request: bool,
         close: bool,
     ) -> io::Result<u64> {
-        let close = close || self.closing || !self.info.keep_alive || self.body_unsolicited();
         let bodiless_status = status == 204 || status == 304;
+        let unknown_length = matches!(body, Body::Stream(s) if s.length.is_none());
+        let until_close = unknown_length && self.info.version == Version::Http10;
+        let close = close
+            || self.closing
+            || !self.info.keep_alive
+            || self.body_unsolicited()
+            || (until_close && !bodiless_status && !is_head_request);
         let length = if bodiless_status {
             LengthHeader::Omit
         } else if is_head_request && body.is_empty() && headers.contains_key(header::CONTENT_LENGTH)
         {
             LengthHeader::FromCaller
+        } else if until_close {
+            LengthHeader::UntilClose
+        } else if unknown_length {
+            LengthHeader::Chunked
         } else {
             LengthHeader::Value(body.len())
         };
@@ -397,12 +408,69 @@ impl<T: Transport> H1Conn<T> {
                 self.check(written)?;
                 region.len
             }
+            Body::Stream(stream) if send_body => {
+                let written = self
+                    .write_stream(stream, length == LengthHeader::Chunked)
+                    .await;
+                self.check(written)?
+            }
             _ => {
                 self.write_wbuf().await?;
                 0
             }
         };
         self.bytes_written += head_len + sent;
+        Ok(sent)
+    }
+
+    /// Writes the head in `wbuf`, then the pieces of a streamed body as they come (each one
+    /// written before the next is taken, so the producer waits for this client). A producer
+    /// that fails, or a stream shorter or longer than its length, is an error: the caller
+    /// closes the connection so the client sees the response is incomplete.
+    async fn write_stream(&mut self, stream: &StreamBody, chunked: bool) -> io::Result<u64> {
+        self.write_wbuf().await?;
+        let mut rx = stream.take().ok_or_else(|| {
+            io::Error::new(io::ErrorKind::InvalidInput, "stream body already taken")
+        })?;
+        let mut sent = 0u64;
+        while let Some(piece) = rx.recv().await {
+            let piece = piece?;
+            if piece.is_empty() {
+                continue;
+            }
+            sent += piece.len() as u64;
+            if stream.length.is_some_and(|n| sent > n) {
+                return Err(io::Error::new(
+                    io::ErrorKind::InvalidData,
+                    "body over its length",
+                ));
+            }
+            if chunked {
+                // One write per piece, framing included: a TLS transport then makes full
+                // records rather than one for each size line.
+                self.wbuf.clear();
+                self.wbuf
+                    .extend_from_slice(format!("{:x}\r\n", piece.len()).as_bytes());
+                let framing = self.wbuf.len() as u64 + 2;
+                self.wbuf.extend_from_slice(&piece);
+                self.wbuf.extend_from_slice(b"\r\n");
+                self.io.write_all(&self.wbuf).await?;
+                self.bytes_written += framing;
+            } else {
+                self.io.write_all(&piece).await?;
+            }
+        }
+        if stream.length.is_some_and(|n| sent != n) {
+            return Err(io::Error::new(
+                io::ErrorKind::UnexpectedEof,
+                "body short of its length",
+            ));
+        }
+        if chunked {
+            self.io.write_all(b"0\r\n\r\n").await?;
+            self.bytes_written += 5;
+        }
+        self.io.flush().await?;
         Ok(sent)
     }
 

@@ -520,3 +520,90 @@ fn status_out_of_range_is_refused() {
         assert_eq!(written(&c), "");
     });
 }
+
+/// A streamed body with every piece already sent and the producer gone.
+fn stream(length: Option<u64>, pieces: &[&'static [u8]], fail: bool) -> Body {
+    let (tx, body) = crate::body::StreamBody::channel(length);
+    let pieces: Vec<&'static [u8]> = pieces.to_vec();
+    // The channel holds STREAM_CHANNEL_PIECES: tests stay under it.
+    for p in pieces {
+        tx.try_send(Ok(Bytes::from_static(p))).unwrap();
+    }
+    if fail {
+        tx.try_send(Err(std::io::Error::other("upstream reset")))
+            .unwrap();
+    }
+    Body::Stream(body)
+}
+
+#[test]
+fn streamed_bodies_with_and_without_a_length() {
+    block_on(async {
+        let mut c = conn(&[b"GET / HTTP/1.1\r\nHost: h\r\n\r\nGET / HTTP/1.1\r\nHost: h\r\n\r\n"]);
+        c.read_request().await.unwrap().unwrap();
+        let body = stream(Some(5), &[b"he", b"llo"], false);
+        assert_eq!(
+            c.write_response(&ok(200), &body, false, false)
+                .await
+                .unwrap(),
+            5
+        );
+        c.read_request().await.unwrap().unwrap();
+        let body = stream(None, &[b"ab", b"cde"], false);
+        assert_eq!(
+            c.write_response(&ok(200), &body, false, false)
+                .await
+                .unwrap(),
+            5
+        );
+        assert_eq!(
+            written(&c),
+            "HTTP/1.1 200 OK\r\nserver: hoist\r\ncontent-length: 5\r\n\r\nhello\
+             HTTP/1.1 200 OK\r\nserver: hoist\r\ntransfer-encoding: chunked\r\n\r\n\
+             2\r\nab\r\n3\r\ncde\r\n0\r\n\r\n"
+        );
+        assert_eq!(c.bytes_written(), written(&c).len() as u64);
+        assert!(!c.should_close());
+    });
+}
+
+#[test]
+fn a_failed_or_short_stream_is_an_error_and_closes() {
+    block_on(async {
+        let mut c = conn(&[b"GET / HTTP/1.1\r\nHost: h\r\n\r\n"]);
+        c.read_request().await.unwrap().unwrap();
+        let body = stream(None, &[b"ab"], true);
+        assert!(c
+            .write_response(&ok(200), &body, false, false)
+            .await
+            .is_err());
+        assert!(c.should_close());
+        // No terminating chunk: the client cannot take the cut body for a whole one.
+        assert!(!written(&c).ends_with("0\r\n\r\n"));
+
+        let mut c = conn(&[b"GET / HTTP/1.1\r\nHost: h\r\n\r\n"]);
+        c.read_request().await.unwrap().unwrap();
+        let body = stream(Some(10), &[b"abc"], false);
+        assert!(c
+            .write_response(&ok(200), &body, false, false)
+            .await
+            .is_err());
+        assert!(c.should_close());
+
+        // HTTP/1.0 without a length: the body ends with the connection.
+        let mut c = conn(&[b"GET / HTTP/1.0\r\n\r\n"]);
+        c.read_request().await.unwrap().unwrap();
+        let body = stream(None, &[b"xyz"], false);
+        assert_eq!(
+            c.write_response(&ok(200), &body, false, false)
+                .await
+                .unwrap(),
+            3
+        );
+        assert_eq!(
+            written(&c),
+            "HTTP/1.1 200 OK\r\nserver: hoist\r\nconnection: close\r\n\r\nxyz"
+        );
+        assert!(c.should_close());
+    });
+}

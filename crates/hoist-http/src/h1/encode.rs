@@ -14,6 +14,10 @@ pub(crate) enum LengthHeader {
     Value(u64),
     /// The caller's own (a HEAD response whose body was not fetched).
     FromCaller,
+    /// A streamed body of unknown length to an HTTP/1.1 client: `transfer-encoding: chunked`.
+    Chunked,
+    /// A streamed body of unknown length to an HTTP/1.0 client: ends with the connection.
+    UntilClose,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -48,10 +52,14 @@ pub(crate) fn encode_head(
             push_header(out, b"content-type", ct.as_bytes());
         }
     }
-    if let LengthHeader::Value(n) = length {
-        out.extend_from_slice(b"content-length: ");
-        push_u64(out, n);
-        out.extend_from_slice(b"\r\n");
+    match length {
+        LengthHeader::Value(n) => {
+            out.extend_from_slice(b"content-length: ");
+            push_u64(out, n);
+            out.extend_from_slice(b"\r\n");
+        }
+        LengthHeader::Chunked => out.extend_from_slice(b"transfer-encoding: chunked\r\n"),
+        LengthHeader::Omit | LengthHeader::FromCaller | LengthHeader::UntilClose => {}
     }
     match connection {
         ConnectionHeader::None => {}

@@ -24,6 +24,7 @@
 //! Timeouts are the caller's: it wraps calls in `tokio::time::timeout`.
 
 mod chunked;
+mod client;
 mod conn;
 mod decode;
 mod encode;
@@ -37,6 +38,7 @@ mod fuzz_tests;
 #[cfg(test)]
 mod testing;
 
+pub use client::{ClientError, RequestFraming, UpstreamH1};
 pub use conn::H1Conn;
 pub use error::H1Error;
 pub use framing::{BodyFraming, RequestInfo};

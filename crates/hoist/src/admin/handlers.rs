@@ -232,11 +232,11 @@ fn logging(_: &ServerState, q: &Query<'_>) -> AdminResponse {
     )
 }
 
-fn clusters(_: &ServerState, q: &Query<'_>) -> AdminResponse {
+fn clusters(state: &ServerState, q: &Query<'_>) -> AdminResponse {
     if format(q) == Some("json") {
-        AdminResponse::json(&json!({ "cluster_statuses": [] }))
+        AdminResponse::json(&state.clusters.admin_json())
     } else {
-        AdminResponse::text(200, "")
+        AdminResponse::text(200, state.clusters.admin_text())
     }
 }
 

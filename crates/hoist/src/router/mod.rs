@@ -11,8 +11,8 @@ use std::sync::Arc;
 
 use bytes::Bytes;
 use hoist_config::model::{
-    DataSource, PathMatch, RateLimit, Redirect, RouteAction, RouteConfiguration, RouteMatch,
-    VirtualHost,
+    DataSource, ForwardAction, PathMatch, RateLimit, Redirect, RouteAction, RouteConfiguration,
+    RouteMatch, VirtualHost,
 };
 use hoist_config::ConfigError;
 use hoist_filters::{FilterChainConfig, RouteConfig};
@@ -24,8 +24,13 @@ pub use matcher::MatchInput;
 pub use redirect::location as redirect_location;
 
 pub enum Action {
-    DirectResponse { status: u16, body: Body },
+    DirectResponse {
+        status: u16,
+        body: Body,
+    },
     Redirect(Redirect),
+    /// `route`: forward to an upstream cluster.
+    Forward(ForwardAction),
 }
 
 pub struct Route {
@@ -162,6 +167,7 @@ fn compile_vhost(
                     body: load_body(d.body.as_ref(), &r.yaml_path)?,
                 },
                 RouteAction::Redirect(redirect) => Action::Redirect(redirect.clone()),
+                RouteAction::Route(forward) => Action::Forward(forward.clone()),
             };
             Ok(Route {
                 name: r.name.clone(),

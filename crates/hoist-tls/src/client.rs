@@ -1,0 +1,169 @@
+//! rustls client configurations from an `UpstreamTlsContext`, shared by every upstream client
+//! (the router's connection pools, jwt_authn's JWKS fetches). Verification follows Envoy's:
+//! with a `validation_context` the chain must lead to `trusted_ca` (and the SAN matchers, if
+//! any, must match); without one the server's certificate is not checked. The host name is
+//! not checked unless a SAN matcher asks for it, as in Envoy.
+
+use std::sync::Arc;
+
+use hoist_config::model::{DataSource, SanType, UpstreamTlsContext};
+use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
+use rustls::client::{verify_server_cert_signed_by_trust_anchor, verify_server_name};
+use rustls::crypto::{verify_tls12_signature, verify_tls13_signature, CryptoProvider};
+use rustls::pki_types::pem::PemObject;
+use rustls::pki_types::{CertificateDer, ServerName, UnixTime};
+use rustls::server::ParsedCertificate;
+use rustls::{DigitallySignedStruct, RootCertStore, SignatureScheme};
+
+/// A client configuration and the name the handshake uses, for connections to one cluster.
+pub struct UpstreamTls {
+    pub config: Arc<rustls::ClientConfig>,
+    pub server_name: ServerName<'static>,
+}
+
+impl UpstreamTls {
+    /// `first_host`: the cluster's first endpoint, the session cache key when `sni` is unset.
+    /// Err: why the context cannot be used (for a config error).
+    pub fn new(t: &UpstreamTlsContext, first_host: &str) -> Result<UpstreamTls, String> {
+        let name = t.sni.as_deref().unwrap_or(first_host);
+        // Without sni nothing is sent; the name only keys rustls' session cache.
+        let server_name = ServerName::try_from(name.to_owned())
+            .unwrap_or_else(|_| ServerName::IpAddress(std::net::Ipv4Addr::UNSPECIFIED.into()));
+        let mut config = client_config(t.trusted_ca.as_ref(), &t.subject_alt_names)?;
+        config.enable_sni = t.sni.is_some();
+        Ok(UpstreamTls {
+            config: Arc::new(config),
+            server_name,
+        })
+    }
+}
+
+fn client_config(
+    trusted_ca: Option<&DataSource>,
+    sans: &[hoist_config::model::SanMatch],
+) -> Result<rustls::ClientConfig, String> {
+    let provider = Arc::new(rustls::crypto::aws_lc_rs::default_provider());
+    let roots = match trusted_ca {
+        Some(source) => {
+            let pem = source
+                .read()
+                .map_err(|e| format!("cannot read trusted_ca: {e}"))?;
+            let mut roots = RootCertStore::empty();
+            for cert in CertificateDer::pem_slice_iter(&pem) {
+                let cert = cert.map_err(|e| format!("trusted_ca: invalid PEM: {e}"))?;
+                roots
+                    .add(cert)
+                    .map_err(|e| format!("trusted_ca: unusable certificate: {e}"))?;
+            }
+            if roots.is_empty() {
+                return Err("trusted_ca holds no certificate".into());
+            }
+            Some(Arc::new(roots))
+        }
+        None => None,
+    };
+    let mut names = Vec::new();
+    for san in sans {
+        let name = match san.san_type {
+            SanType::Dns | SanType::IpAddress => ServerName::try_from(san.exact.clone())
+                .map_err(|_| format!("\"{}\" is not a DNS name or IP address", san.exact))?,
+            SanType::Uri | SanType::Email => {
+                return Err(
+                    "upstream match_typed_subject_alt_names supports DNS and IP_ADDRESS only"
+                        .into(),
+                )
+            }
+        };
+        names.push(name);
+    }
+    let verifier = Arc::new(EnvoyVerifier {
+        roots,
+        names,
+        provider: provider.clone(),
+    });
+    // Envoy's client default: TLS 1.2 at most, unless tls_params say otherwise.
+    let config = rustls::ClientConfig::builder_with_provider(provider)
+        .with_protocol_versions(&[&rustls::version::TLS12])
+        .map_err(|e| format!("TLS client: {e}"))?
+        .dangerous()
+        .with_custom_certificate_verifier(verifier)
+        .with_no_client_auth();
+    Ok(config)
+}
+
+#[derive(Debug)]
+struct EnvoyVerifier {
+    /// None: no validation_context, the certificate is not verified.
+    roots: Option<Arc<RootCertStore>>,
+    /// From match_typed_subject_alt_names; empty: any.
+    names: Vec<ServerName<'static>>,
+    provider: Arc<CryptoProvider>,
+}
+
+impl ServerCertVerifier for EnvoyVerifier {
+    fn verify_server_cert(
+        &self,
+        end_entity: &CertificateDer<'_>,
+        intermediates: &[CertificateDer<'_>],
+        _server_name: &ServerName<'_>,
+        _ocsp_response: &[u8],
+        now: UnixTime,
+    ) -> Result<ServerCertVerified, rustls::Error> {
+        let Some(roots) = &self.roots else {
+            return Ok(ServerCertVerified::assertion());
+        };
+        let cert = ParsedCertificate::try_from(end_entity)?;
+        verify_server_cert_signed_by_trust_anchor(
+            &cert,
+            roots,
+            intermediates,
+            now,
+            self.provider.signature_verification_algorithms.all,
+        )?;
+        if !self.names.is_empty()
+            && !self
+                .names
+                .iter()
+                .any(|n| verify_server_name(&cert, n).is_ok())
+        {
+            return Err(rustls::Error::InvalidCertificate(
+                rustls::CertificateError::NotValidForName,
+            ));
+        }
+        Ok(ServerCertVerified::assertion())
+    }
+
+    fn verify_tls12_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        verify_tls12_signature(
+            message,
+            cert,
+            dss,
+            &self.provider.signature_verification_algorithms,
+        )
+    }
+
+    fn verify_tls13_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        verify_tls13_signature(
+            message,
+            cert,
+            dss,
+            &self.provider.signature_verification_algorithms,
+        )
+    }
+
+    fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
+        self.provider
+            .signature_verification_algorithms
+            .supported_schemes()
+    }
+}

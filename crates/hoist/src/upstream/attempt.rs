@@ -1,0 +1,169 @@
+//! One try of a forwarded request: a connection from the pool (or a new one), the request head
+//! and body sent, the response head read within the per-try and route deadlines. What to do
+//! with the result (answer, or retry) is the router's (forward.rs).
+
+use std::convert::Infallible;
+use std::net::SocketAddr;
+use std::time::{Duration, Instant};
+
+use hoist_http::h1::{ClientError, RequestFraming};
+use hoist_http::ResponseHead;
+use http::HeaderMap;
+
+use super::conn::{ConnectError, UpstreamStream};
+use super::forward::Source;
+use super::pool::{ActiveRequest, Connection, WorkerCluster};
+use crate::stream::RequestBody;
+
+/// The parts of the upstream request that stay the same across tries.
+pub struct Request {
+    pub method: String,
+    pub path: String,
+    pub framing: RequestFraming,
+    pub chunked: bool,
+    pub is_head: bool,
+}
+
+pub enum Failure {
+    Connect(ConnectError),
+    /// The upstream closed or reset the connection before a complete response head.
+    Reset,
+    Malformed,
+    PerTryTimeout,
+    /// The route timeout: never retried.
+    GlobalTimeout,
+    /// Sending the request body failed.
+    RequestBody,
+}
+
+pub enum Attempt {
+    Response {
+        conn: Box<Connection>,
+        response: ResponseHead,
+        /// The body's length; Some(0) when it has none.
+        length: Option<u64>,
+        sent_at: Instant,
+        peer: Option<SocketAddr>,
+    },
+    Failed {
+        failure: Failure,
+        peer: Option<SocketAddr>,
+    },
+}
+
+/// A request body type for local replies that have none.
+pub struct NoBody;
+
+impl RequestBody for NoBody {
+    type Error = Infallible;
+
+    async fn next_chunk(&mut self) -> Result<Option<bytes::Bytes>, Infallible> {
+        Ok(None)
+    }
+}
+
+/// `deadline`: the route timeout's end, set when the request was first sent completely.
+#[allow(clippy::too_many_arguments)]
+pub async fn attempt<B: RequestBody>(
+    cluster: &std::rc::Rc<WorkerCluster>,
+    rq: &ActiveRequest,
+    request: &Request,
+    headers: &HeaderMap,
+    body: &mut Source<'_, B>,
+    timeout: Option<Duration>,
+    per_try: Option<Duration>,
+    deadline: &mut Option<Instant>,
+) -> Result<Attempt, B::Error> {
+    let mut retried_stale = false;
+    let (mut c, sent_at) = loop {
+        let (mut c, reused) = match cluster.connection(rq, timeout).await {
+            Ok(c) => c,
+            Err(e) => {
+                return Ok(Attempt::Failed {
+                    failure: Failure::Connect(e),
+                    peer: None,
+                })
+            }
+        };
+        let wrote =
+            c.h1.send_head(&request.method, &request.path, headers, request.framing)
+                .await;
+        if wrote.is_err() {
+            // A pooled connection the upstream closed while idle: one fresh connection.
+            if reused && !retried_stale {
+                retried_stale = true;
+                continue;
+            }
+            return Ok(failed(Failure::Reset, &c));
+        }
+        let chunked = request.chunked;
+        let sent = match body {
+            Source::None => c.h1.finish_body(false).await.is_ok(),
+            Source::Buffered(b) => {
+                c.h1.send_body_piece(b, chunked).await.is_ok()
+                    && c.h1.finish_body(chunked).await.is_ok()
+            }
+            Source::Stream(b) => {
+                let mut ok = true;
+                while let Some(piece) = b.next_chunk().await? {
+                    if c.h1.send_body_piece(&piece, chunked).await.is_err() {
+                        ok = false;
+                        break;
+                    }
+                }
+                ok && c.h1.finish_body(chunked).await.is_ok()
+            }
+        };
+        if !sent {
+            return Ok(failed(Failure::RequestBody, &c));
+        }
+        break (c, Instant::now());
+    };
+    // Envoy's route timeout starts when the downstream request is complete, once for all
+    // tries; the per-try timeout starts with each try.
+    if deadline.is_none() {
+        *deadline = timeout.map(|t| sent_at + t);
+    }
+    let try_end = per_try.map(|t| sent_at + t);
+    let (limit, per_try_first) = match (*deadline, try_end) {
+        (Some(d), Some(t)) if t < d => (Some(t), true),
+        (Some(d), _) => (Some(d), false),
+        (None, t) => (t, t.is_some()),
+    };
+    let read = match limit {
+        Some(l) => tokio::time::timeout_at(l.into(), c.h1.read_head(request.is_head))
+            .await
+            .ok(),
+        None => Some(c.h1.read_head(request.is_head).await),
+    };
+    Ok(match read {
+        Some(Ok((response, length))) => Attempt::Response {
+            peer: peer_addr(&c),
+            conn: Box::new(c),
+            response,
+            length,
+            sent_at,
+        },
+        None if per_try_first => failed(Failure::PerTryTimeout, &c),
+        None => failed(Failure::GlobalTimeout, &c),
+        Some(Err(ClientError::Malformed(why))) => {
+            tracing::debug!("cluster {}: {why}", cluster.info.name);
+            failed(Failure::Malformed, &c)
+        }
+        Some(Err(_)) => failed(Failure::Reset, &c),
+    })
+}
+
+fn failed(failure: Failure, c: &Connection) -> Attempt {
+    Attempt::Failed {
+        failure,
+        peer: peer_addr(c),
+    }
+}
+
+pub fn peer_addr(c: &Connection) -> Option<SocketAddr> {
+    match c.h1.get_ref() {
+        UpstreamStream::Plain(t) => t.peer_addr().ok(),
+        UpstreamStream::Tls(t) => t.get_ref().0.peer_addr().ok(),
+    }
+}

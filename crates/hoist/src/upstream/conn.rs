@@ -1,0 +1,135 @@
+//! Opening a connection to an endpoint: resolve (DNS clusters), TCP connect within
+//! connect_timeout, then the TLS handshake when the cluster has an UpstreamTlsContext.
+
+use std::io;
+use std::net::{IpAddr, SocketAddr};
+use std::pin::Pin;
+use std::task::{Context, Poll};
+
+use hoist_config::model::DnsLookupFamily;
+use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+use tokio::net::TcpStream;
+use tokio_rustls::client::TlsStream;
+use tokio_rustls::TlsConnector;
+
+use super::{ClusterInfo, EndpointInfo};
+
+/// An upstream byte stream, plain or TLS (rustls in user space).
+pub enum UpstreamStream {
+    Plain(TcpStream),
+    Tls(Box<TlsStream<TcpStream>>),
+}
+
+/// Why no connection could be made.
+pub enum ConnectError {
+    Timeout,
+    /// The circuit breakers: too many connections and too many requests waiting for one.
+    Overflow,
+    /// Refused, unreachable, resolution failed, TLS handshake failed: the detail for the reply.
+    Failed(String),
+}
+
+pub async fn connect(
+    cluster: &ClusterInfo,
+    endpoint: &EndpointInfo,
+) -> Result<UpstreamStream, ConnectError> {
+    let attempt = async {
+        let addr = resolve(cluster, endpoint).await?;
+        let tcp = TcpStream::connect(addr)
+            .await
+            .map_err(|e| ConnectError::Failed(format!("delayed connect error: {e}")))?;
+        let _ = tcp.set_nodelay(true);
+        match &cluster.tls {
+            None => Ok(UpstreamStream::Plain(tcp)),
+            Some(tls) => {
+                let connector = TlsConnector::from(tls.config.clone());
+                let stream = connector
+                    .connect(tls.server_name.clone(), tcp)
+                    .await
+                    .map_err(|e| ConnectError::Failed(format!("TLS_error: {e}")))?;
+                Ok(UpstreamStream::Tls(Box::new(stream)))
+            }
+        }
+    };
+    // Envoy's connect_timeout covers the TCP connect and the TLS handshake.
+    match tokio::time::timeout(cluster.connect_timeout, attempt).await {
+        Ok(r) => r,
+        Err(_) => Err(ConnectError::Timeout),
+    }
+}
+
+async fn resolve(cluster: &ClusterInfo, e: &EndpointInfo) -> Result<SocketAddr, ConnectError> {
+    if let Ok(ip) = e.host.parse::<IpAddr>() {
+        return Ok(SocketAddr::new(ip, e.port));
+    }
+    if !cluster.resolve {
+        return Err(ConnectError::Failed(format!("\"{}\" is not an IP", e.host)));
+    }
+    let addrs: Vec<SocketAddr> = tokio::net::lookup_host((e.host.as_str(), e.port))
+        .await
+        .map_err(|err| ConnectError::Failed(format!("DNS resolution failed: {err}")))?
+        .collect();
+    let v4 = addrs.iter().find(|a| a.is_ipv4());
+    let v6 = addrs.iter().find(|a| a.is_ipv6());
+    let pick = match cluster.family {
+        DnsLookupFamily::V4Only => v4,
+        DnsLookupFamily::V6Only => v6,
+        DnsLookupFamily::V4Preferred => v4.or(v6),
+        DnsLookupFamily::V6Preferred => v6.or(v4),
+    };
+    pick.copied()
+        .ok_or_else(|| ConnectError::Failed(format!("no address for \"{}\"", e.host)))
+}
+
+impl UpstreamStream {
+    /// Whether an idle pooled connection still looks usable: nothing to read (a close or
+    /// stray bytes from the upstream mean it must not carry another request).
+    pub fn idle_ok(&self) -> bool {
+        let tcp = match self {
+            UpstreamStream::Plain(t) => t,
+            UpstreamStream::Tls(t) => t.get_ref().0,
+        };
+        let mut probe = [0u8; 1];
+        matches!(tcp.try_read(&mut probe), Err(e) if e.kind() == io::ErrorKind::WouldBlock)
+    }
+}
+
+impl AsyncRead for UpstreamStream {
+    fn poll_read(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<io::Result<()>> {
+        match self.get_mut() {
+            UpstreamStream::Plain(s) => Pin::new(s).poll_read(cx, buf),
+            UpstreamStream::Tls(s) => Pin::new(s.as_mut()).poll_read(cx, buf),
+        }
+    }
+}
+
+impl AsyncWrite for UpstreamStream {
+    fn poll_write(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        data: &[u8],
+    ) -> Poll<io::Result<usize>> {
+        match self.get_mut() {
+            UpstreamStream::Plain(s) => Pin::new(s).poll_write(cx, data),
+            UpstreamStream::Tls(s) => Pin::new(s.as_mut()).poll_write(cx, data),
+        }
+    }
+
+    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        match self.get_mut() {
+            UpstreamStream::Plain(s) => Pin::new(s).poll_flush(cx),
+            UpstreamStream::Tls(s) => Pin::new(s.as_mut()).poll_flush(cx),
+        }
+    }
+
+    fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        match self.get_mut() {
+            UpstreamStream::Plain(s) => Pin::new(s).poll_shutdown(cx),
+            UpstreamStream::Tls(s) => Pin::new(s.as_mut()).poll_shutdown(cx),
+        }
+    }
+}

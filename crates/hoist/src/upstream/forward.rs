@@ -1,0 +1,387 @@
+//! The router's upstream side of one request: choose the cluster and endpoint, rewrite the
+//! request as Envoy does (path, host, x-forwarded-*, hop-by-hop headers), send it with its
+//! body, wait for the response head within the route timeout, and hand back the response with
+//! its body streaming from the upstream connection through a bounded channel. Failures become
+//! Envoy's local replies: 503 NC/UH/UF/UC, 502 UPE, 504 UT.
+
+use std::net::SocketAddr;
+use std::rc::Rc;
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use hoist_config::model::{ClusterSpecifier, ForwardAction, HostRewrite, PathMatch, RetryPolicy};
+use hoist_http::body::StreamBody;
+use hoist_http::{Body, RequestHead, ResponseFlags, ResponseHead};
+use http::header::{self, HeaderValue};
+
+use super::attempt::{attempt, Attempt, Failure, Request};
+use super::conn::ConnectError;
+use super::headers::{request_framing, rewrite_request, strip_hop_by_hop, upstream_headers};
+use super::pool::{ActiveRequest, Connection, PickError, WorkerCluster, WorkerClusters};
+use super::reply::{connect_failure, local, overflow, reset_before_headers, BEFORE_HEADERS};
+use super::Resources;
+use crate::connection::ConnInfo;
+use crate::stream::RequestBody;
+
+/// Where the request body comes from.
+pub enum Source<'b, B> {
+    /// No body (end of stream with the head).
+    None,
+    /// Already read whole (a filter asked for it).
+    Buffered(Bytes),
+    /// Still on the downstream connection: streamed as it arrives.
+    Stream(&'b mut B),
+}
+
+/// What the upstream answered, or the local reply that stands in for it.
+pub struct Forwarded {
+    pub head: ResponseHead,
+    pub body: Body,
+    pub flags: ResponseFlags,
+    pub details: &'static str,
+    /// The response came from the upstream (false: a local reply).
+    pub from_upstream: bool,
+    pub upstream_host: Option<SocketAddr>,
+    pub cluster: Option<String>,
+    /// The downstream request body was not read to its end.
+    pub body_unread: bool,
+}
+
+pub struct Context<'a> {
+    pub clusters: &'a WorkerClusters,
+    pub conn: &'a ConnInfo,
+    pub use_remote_address: bool,
+    pub path_match: &'a PathMatch,
+}
+
+pub async fn forward<B: RequestBody>(
+    cx: &Context<'_>,
+    action: &ForwardAction,
+    head: &mut RequestHead,
+    mut body: Source<'_, B>,
+) -> Result<Forwarded, B::Error> {
+    let name = match &action.cluster {
+        ClusterSpecifier::Cluster(n) => Some(n.clone()),
+        ClusterSpecifier::Weighted(list) => super::lb::pick_weighted(list).cloned(),
+        ClusterSpecifier::Header(h) => head
+            .headers
+            .get(h.as_str())
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_owned),
+    };
+    let Some(cluster) = name.as_deref().and_then(|n| cx.clusters.get(n)) else {
+        return Ok(local(
+            503,
+            "",
+            ResponseFlags::NO_CLUSTER_FOUND,
+            "cluster_not_found",
+            &body,
+        ));
+    };
+    let cluster = cluster.clone();
+    rewrite_request(cx, action, head);
+    let (framing, chunked) = request_framing(head, &body);
+    let mut headers = upstream_headers(head);
+    let request = Request {
+        method: head.method.as_str().to_owned(),
+        path: head.path.clone(),
+        framing,
+        chunked,
+        is_head: head.method == http::Method::HEAD,
+    };
+    // A streamed body cannot be sent twice: retries need it whole (or absent).
+    let policy = action
+        .retry_policy
+        .as_ref()
+        .filter(|_| !matches!(body, Source::Stream(_)));
+    let mut retries_left = policy.map_or(0, |p| p.num_retries);
+    let mut retried = 0u32;
+    let mut deadline: Option<Instant> = None;
+    // An active retry (max_retries), held until the retried attempt ends.
+    let mut retry_slot: Option<RetrySlot> = None;
+    loop {
+        let rq = match cluster.pick() {
+            Ok(rq) => rq,
+            Err(PickError::NoEndpoint) => {
+                return Ok(local(
+                    503,
+                    "no healthy upstream",
+                    ResponseFlags::NO_HEALTHY_UPSTREAM,
+                    "no_healthy_upstream",
+                    &body,
+                ))
+            }
+            Err(PickError::Overflow) => {
+                let mut f = overflow(&cluster);
+                f.body_unread = matches!(body, Source::Stream(_));
+                return Ok(f);
+            }
+        };
+        if action.host_rewrite == HostRewrite::Auto {
+            if let Some(e) = cluster.info.endpoints.get(rq.endpoint()) {
+                head.authority = Some(e.label.clone());
+                if let Ok(v) = HeaderValue::from_str(&e.label) {
+                    headers.insert(header::HOST, v);
+                }
+            }
+        }
+        let per_try = policy.and_then(|p| p.per_try_timeout);
+        let result = attempt(
+            &cluster,
+            &rq,
+            &request,
+            &headers,
+            &mut body,
+            action.timeout,
+            per_try,
+            &mut deadline,
+        )
+        .await?;
+        let retriable = policy.is_some_and(|p| should_retry(p, &result));
+        // The previous retry, if this attempt was one, is over.
+        drop(retry_slot.take());
+        let may_retry =
+            retriable && retries_left > 0 && deadline.is_none_or(|d| Instant::now() < d);
+        let res = &cluster.info.resources;
+        if may_retry && !Resources::try_acquire(&res.retries, cluster.info.limits.max_retries) {
+            if let Some(s) = &cluster.stats {
+                s.upstream_rq_retry_overflow.inc();
+            }
+        } else if may_retry {
+            retry_slot = Some(RetrySlot(cluster.clone()));
+            retries_left -= 1;
+            retried += 1;
+            if let Some(s) = &cluster.stats {
+                s.upstream_rq_retry.inc();
+            }
+            record(&cluster, &rq, &result);
+            drop(rq);
+            if let Some(p) = policy {
+                backoff(p, retried, deadline).await;
+            }
+            continue;
+        }
+        let mut f = finish(&cluster, rq, result, deadline, &body, request.is_head);
+        if retried > 0 {
+            if retriable {
+                if let Some(s) = &cluster.stats {
+                    s.upstream_rq_retry_limit_exceeded.inc();
+                }
+                f.flags = f.flags | ResponseFlags::UPSTREAM_RETRY_LIMIT_EXCEEDED;
+            } else if let Some(s) = &cluster.stats {
+                s.upstream_rq_retry_success.inc();
+            }
+        }
+        return Ok(f);
+    }
+}
+
+/// One of the cluster's active retries (circuit_breakers.max_retries).
+struct RetrySlot(Rc<WorkerCluster>);
+
+impl Drop for RetrySlot {
+    fn drop(&mut self) {
+        Resources::release(&self.0.info.resources.retries);
+    }
+}
+
+/// Envoy's retry back-off: a random wait in [0, min(base * 2^(n-1), max)), within the route
+/// timeout.
+async fn backoff(p: &RetryPolicy, retry: u32, deadline: Option<Instant>) {
+    let ceiling = p
+        .base_interval
+        .saturating_mul(1u32 << retry.saturating_sub(1).min(16))
+        .min(p.max_interval);
+    let millis = ceiling.as_millis().max(1) as u64;
+    let wait = Duration::from_millis(crate::request_id::random_u64() % millis);
+    let until = Instant::now() + wait;
+    let until = deadline.map_or(until, |d| d.min(until));
+    tokio::time::sleep_until(until.into()).await;
+}
+
+/// Whether `retry_on` covers how an attempt ended.
+fn should_retry(p: &RetryPolicy, r: &Attempt) -> bool {
+    match r {
+        Attempt::Response { response, .. } => {
+            let s = response.status;
+            (p.on_5xx && s >= 500)
+                || (p.on_gateway_error && matches!(s, 502..=504))
+                || (p.on_retriable_status_codes && p.retriable_status_codes.contains(&s))
+        }
+        Attempt::Failed { failure, .. } => match failure {
+            Failure::Connect(_) => p.on_5xx || p.on_gateway_error || p.on_connect_failure,
+            Failure::Reset | Failure::Malformed | Failure::PerTryTimeout => {
+                p.on_5xx || p.on_gateway_error || p.on_reset
+            }
+            Failure::GlobalTimeout | Failure::RequestBody => false,
+        },
+    }
+}
+
+/// Counts an attempt that is retried on its host and in the cluster's response codes.
+fn record(cluster: &WorkerCluster, rq: &ActiveRequest, r: &Attempt) {
+    match r {
+        Attempt::Response { response, .. } => {
+            rq.outcome(Some(response.status), false);
+            if let Some(s) = &cluster.stats {
+                s.response(response.status);
+            }
+        }
+        Attempt::Failed { failure, .. } => {
+            rq.outcome(None, matches!(failure, Failure::PerTryTimeout));
+            if let Some(s) = &cluster.stats {
+                if matches!(failure, Failure::PerTryTimeout) {
+                    s.upstream_rq_per_try_timeout.inc();
+                }
+            }
+        }
+    }
+}
+
+/// The attempt that ends the request, as the response or local reply to send.
+fn finish<B>(
+    cluster: &Rc<WorkerCluster>,
+    rq: ActiveRequest,
+    result: Attempt,
+    deadline: Option<Instant>,
+    body: &Source<'_, B>,
+    is_head: bool,
+) -> Forwarded {
+    let (upstream, mut response, length, sent_at, peer) = match result {
+        Attempt::Response {
+            conn,
+            response,
+            length,
+            sent_at,
+            peer,
+        } => (*conn, response, length, sent_at, peer),
+        Attempt::Failed { failure, peer } => {
+            let timeout = matches!(failure, Failure::GlobalTimeout | Failure::PerTryTimeout);
+            rq.outcome(None, timeout);
+            let mut f = match &failure {
+                Failure::Connect(ConnectError::Overflow) => overflow(cluster),
+                Failure::Connect(e) => connect_failure(e, cluster),
+                Failure::GlobalTimeout | Failure::PerTryTimeout => {
+                    if let Some(s) = &cluster.stats {
+                        if matches!(failure, Failure::PerTryTimeout) {
+                            s.upstream_rq_per_try_timeout.inc();
+                        } else {
+                            s.upstream_rq_timeout.inc();
+                        }
+                        s.response(504);
+                    }
+                    local(
+                        504,
+                        "upstream request timeout",
+                        ResponseFlags::UPSTREAM_REQUEST_TIMEOUT,
+                        "upstream_response_timeout",
+                        &Source::<B>::None,
+                    )
+                }
+                Failure::Malformed => {
+                    if let Some(s) = &cluster.stats {
+                        s.response(502);
+                    }
+                    local(
+                        502,
+                        &format!("{BEFORE_HEADERS}reset reason: protocol error"),
+                        ResponseFlags::UPSTREAM_PROTOCOL_ERROR,
+                        "upstream_reset_before_response_started{protocol_error}",
+                        &Source::<B>::None,
+                    )
+                }
+                Failure::Reset | Failure::RequestBody => reset_before_headers(cluster),
+            };
+            f.upstream_host = peer;
+            f.cluster = Some(cluster.info.name.clone());
+            // An unsent body is still on the downstream connection.
+            f.body_unread = matches!(body, Source::Stream(_))
+                && matches!(failure, Failure::Connect(_) | Failure::RequestBody);
+            return f;
+        }
+    };
+    if let Some(s) = &cluster.stats {
+        s.response(response.status);
+    }
+    rq.outcome(Some(response.status), false);
+    strip_hop_by_hop(&mut response.headers);
+    if !is_head {
+        response.headers.remove(header::CONTENT_LENGTH);
+    }
+    let service_time = sent_at.elapsed().as_millis().to_string();
+    if let Ok(v) = HeaderValue::from_str(&service_time) {
+        response.headers.insert("x-envoy-upstream-service-time", v);
+    }
+    let body = if length == Some(0) {
+        // Nothing to stream: the connection is ready for the next request now.
+        drop(rq);
+        cluster.release(upstream);
+        Body::Empty
+    } else {
+        let (tx, stream) = StreamBody::channel(length);
+        tokio::task::spawn_local(pump(upstream, cluster.clone(), rq, tx, deadline));
+        Body::Stream(stream)
+    };
+    Forwarded {
+        head: response,
+        body,
+        flags: ResponseFlags::NONE,
+        details: "via_upstream",
+        from_upstream: true,
+        upstream_host: peer,
+        cluster: Some(cluster.info.name.clone()),
+        body_unread: false,
+    }
+}
+
+/// Moves the response body from the upstream connection into the channel the downstream
+/// writer reads; waits while the channel is full (backpressure). The connection goes back to
+/// the pool only after a complete response.
+async fn pump(
+    mut upstream: Connection,
+    cluster: Rc<WorkerCluster>,
+    rq: ActiveRequest,
+    tx: hoist_http::body::StreamSender,
+    deadline: Option<Instant>,
+) {
+    loop {
+        match within(deadline, upstream.h1.read_body_piece()).await {
+            Some(Ok(Some(piece))) => {
+                if tx.send(Ok(piece)).await.is_err() {
+                    // The client went away: the connection is mid-response, not reusable.
+                    return;
+                }
+            }
+            Some(Ok(None)) => {
+                drop(rq);
+                cluster.release(upstream);
+                return;
+            }
+            Some(Err(e)) => {
+                let _ = tx
+                    .send(Err(std::io::Error::other(format!("upstream: {e}"))))
+                    .await;
+                return;
+            }
+            None => {
+                if let Some(s) = &cluster.stats {
+                    s.upstream_rq_timeout.inc();
+                }
+                let _ = tx
+                    .send(Err(std::io::Error::new(
+                        std::io::ErrorKind::TimedOut,
+                        "upstream request timeout",
+                    )))
+                    .await;
+                return;
+            }
+        }
+    }
+}
+
+async fn within<F: std::future::Future>(deadline: Option<Instant>, f: F) -> Option<F::Output> {
+    match deadline {
+        Some(d) => tokio::time::timeout_at(d.into(), f).await.ok(),
+        None => Some(f.await),
+    }
+}

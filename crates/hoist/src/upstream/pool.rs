@@ -1,0 +1,321 @@
+//! A worker's clusters: per endpoint, a pool of idle HTTP/1.1 keep-alive connections, and the
+//! balancer's state. Everything here belongs to one worker thread (Rc, RefCell: no locks).
+
+use std::cell::RefCell;
+use std::rc::Rc;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use tokio::sync::Notify;
+
+use hoist_http::h1::UpstreamH1;
+
+use super::conn::{connect, ConnectError, UpstreamStream};
+use super::lb::LbState;
+use super::stats::ClusterStats;
+use super::{ClusterInfo, ClusterManager, HostStats, Resources};
+
+/// Idle connections kept per endpoint; more are closed when they are released.
+const MAX_IDLE_PER_ENDPOINT: usize = 128;
+
+pub struct WorkerClusters {
+    pub manager: Arc<ClusterManager>,
+    clusters: Vec<Rc<WorkerCluster>>,
+}
+
+impl WorkerClusters {
+    pub fn new(manager: Arc<ClusterManager>, slot: usize) -> WorkerClusters {
+        let clusters = manager
+            .clusters
+            .iter()
+            .map(|info| {
+                let stats = manager
+                    .store()
+                    .map(|store| ClusterStats::new(store, &info.name, slot));
+                Rc::new(WorkerCluster {
+                    lb: RefCell::new(LbState::new(info)),
+                    active: RefCell::new(vec![0; info.endpoints.len()]),
+                    idle: RefCell::new((0..info.endpoints.len()).map(|_| Vec::new()).collect()),
+                    info: info.clone(),
+                    stats,
+                    released: Notify::new(),
+                })
+            })
+            .collect();
+        WorkerClusters { manager, clusters }
+    }
+
+    pub fn get(&self, name: &str) -> Option<&Rc<WorkerCluster>> {
+        self.manager.index(name).and_then(|i| self.clusters.get(i))
+    }
+}
+
+pub struct WorkerCluster {
+    pub info: Arc<ClusterInfo>,
+    /// None only in unit tests without a stats store.
+    pub stats: Option<ClusterStats>,
+    lb: RefCell<LbState>,
+    /// Requests in flight per endpoint (least request reads them).
+    active: RefCell<Vec<u32>>,
+    idle: RefCell<Vec<Vec<Connection>>>,
+    /// Wakes requests waiting for a connection (max_connections reached) when one is
+    /// released or closed on this worker.
+    released: Notify,
+}
+
+/// An open upstream connection; `upstream_cx_active` counts it until it is dropped.
+pub struct Connection {
+    pub h1: UpstreamH1<UpstreamStream>,
+    cluster: Rc<WorkerCluster>,
+    pub endpoint: usize,
+    /// Requests this connection has carried (max_requests_per_connection).
+    requests: u32,
+    /// When it last went back to the pool (idle_timeout).
+    idle_since: Instant,
+}
+
+impl Connection {
+    /// An idle connection may carry another request: within idle_timeout (checked when it
+    /// would be reused; a connection nobody asks for stays open until then) and not closed by
+    /// the upstream.
+    fn usable(&self) -> bool {
+        let expired = self
+            .cluster
+            .info
+            .idle_timeout
+            .is_some_and(|t| self.idle_since.elapsed() >= t);
+        if expired {
+            if let Some(s) = &self.cluster.stats {
+                s.upstream_cx_idle_timeout.inc();
+            }
+            return false;
+        }
+        self.h1.get_ref().idle_ok()
+    }
+}
+
+impl Drop for Connection {
+    fn drop(&mut self) {
+        if let Some(s) = &self.cluster.stats {
+            s.upstream_cx_active.dec();
+        }
+        if let Some(e) = self.cluster.info.endpoints.get(self.endpoint) {
+            HostStats::dec(&e.stats.cx_active);
+        }
+        Resources::release(&self.cluster.info.resources.connections);
+        self.cluster.released.notify_one();
+    }
+}
+
+/// A request in flight to an endpoint, counted until dropped.
+pub struct ActiveRequest {
+    cluster: Rc<WorkerCluster>,
+    endpoint: usize,
+}
+
+impl Drop for ActiveRequest {
+    fn drop(&mut self) {
+        if let Some(n) = self.cluster.active.borrow_mut().get_mut(self.endpoint) {
+            *n = n.saturating_sub(1);
+        }
+        if let Some(s) = &self.cluster.stats {
+            s.upstream_rq_active.dec();
+        }
+        if let Some(e) = self.cluster.info.endpoints.get(self.endpoint) {
+            HostStats::dec(&e.stats.rq_active);
+        }
+        Resources::release(&self.cluster.info.resources.requests);
+    }
+}
+
+/// Why no request could be started.
+pub enum PickError {
+    NoEndpoint,
+    /// max_requests reached.
+    Overflow,
+}
+
+/// Holds a pending request's place (max_pending_requests) while it waits for a connection.
+struct Pending<'a>(&'a Resources);
+
+impl Drop for Pending<'_> {
+    fn drop(&mut self) {
+        Resources::release(&self.0.pending);
+    }
+}
+
+impl WorkerCluster {
+    /// Chooses the endpoint for a request and counts the request on it.
+    pub fn pick(self: &Rc<Self>) -> Result<ActiveRequest, PickError> {
+        let endpoint = {
+            let active = self.active.borrow();
+            self.lb
+                .borrow_mut()
+                .pick(&self.info, &active)
+                .ok_or(PickError::NoEndpoint)?
+        };
+        let res = &self.info.resources;
+        if !Resources::try_acquire(&res.requests, self.info.limits.max_requests) {
+            if let Some(s) = &self.stats {
+                s.upstream_rq_pending_overflow.inc();
+            }
+            return Err(PickError::Overflow);
+        }
+        if let Some(n) = self.active.borrow_mut().get_mut(endpoint) {
+            *n += 1;
+        }
+        if let Some(s) = &self.stats {
+            s.upstream_rq_total.inc();
+            s.upstream_rq_active.inc();
+        }
+        if let Some(e) = self.info.endpoints.get(endpoint) {
+            HostStats::inc(&e.stats.rq_total);
+            HostStats::inc(&e.stats.rq_active);
+        }
+        Ok(ActiveRequest {
+            cluster: self.clone(),
+            endpoint,
+        })
+    }
+
+    /// An idle connection to the request's endpoint that still looks alive, else a new one.
+    /// The bool says whether it was reused.
+    /// `wait`: how long a request may wait for a connection when max_connections is reached.
+    pub async fn connection(
+        self: &Rc<Self>,
+        rq: &ActiveRequest,
+        wait: Option<Duration>,
+    ) -> Result<(Connection, bool), ConnectError> {
+        let endpoint = rq.endpoint;
+        let res = &self.info.resources;
+        let mut pending: Option<Pending<'_>> = None;
+        let give_up = wait.map(|w| Instant::now() + w);
+        loop {
+            let idle = self
+                .idle
+                .borrow_mut()
+                .get_mut(endpoint)
+                .and_then(|list| list.pop());
+            match idle {
+                Some(mut c) if c.usable() => {
+                    c.requests += 1;
+                    return Ok((c, true));
+                }
+                Some(_) => continue,
+                None => {}
+            }
+            if Resources::try_acquire(&res.connections, self.info.limits.max_connections) {
+                break;
+            }
+            if pending.is_none() {
+                if let Some(s) = &self.stats {
+                    s.upstream_cx_overflow.inc();
+                }
+                if !Resources::try_acquire(&res.pending, self.info.limits.max_pending_requests) {
+                    if let Some(s) = &self.stats {
+                        s.upstream_rq_pending_overflow.inc();
+                    }
+                    return Err(ConnectError::Overflow);
+                }
+                pending = Some(Pending(res));
+            }
+            let notified = self.released.notified();
+            let woke = match give_up {
+                Some(t) => tokio::time::timeout_at(t.into(), notified).await.is_ok(),
+                None => {
+                    notified.await;
+                    true
+                }
+            };
+            if !woke {
+                return Err(ConnectError::Overflow);
+            }
+        }
+        drop(pending);
+        let e = self
+            .info
+            .endpoints
+            .get(endpoint)
+            .ok_or_else(|| ConnectError::Failed("no such endpoint".into()))?;
+        let stream = connect(&self.info, e).await;
+        if stream.is_err() {
+            Resources::release(&res.connections);
+            self.released.notify_one();
+        }
+        HostStats::inc(&e.stats.cx_total);
+        match &stream {
+            Ok(_) => HostStats::inc(&e.stats.cx_active),
+            Err(_) => HostStats::inc(&e.stats.cx_connect_fail),
+        }
+        if let Some(s) = &self.stats {
+            match &stream {
+                Ok(_) => {
+                    s.upstream_cx_total.inc();
+                    s.upstream_cx_active.inc();
+                }
+                Err(err) => {
+                    s.upstream_cx_total.inc();
+                    s.upstream_cx_connect_fail.inc();
+                    if matches!(err, ConnectError::Timeout) {
+                        s.upstream_cx_connect_timeout.inc();
+                    }
+                }
+            }
+        }
+        Ok((
+            Connection {
+                h1: UpstreamH1::new(stream?),
+                cluster: self.clone(),
+                endpoint,
+                requests: 1,
+                idle_since: Instant::now(),
+            },
+            false,
+        ))
+    }
+
+    /// Puts a connection whose exchange ended cleanly back in its endpoint's pool.
+    pub fn release(&self, mut c: Connection) {
+        let exhausted = self
+            .info
+            .max_requests_per_connection
+            .is_some_and(|max| c.requests >= max);
+        if !c.h1.reusable() || exhausted {
+            if exhausted {
+                if let Some(s) = &self.stats {
+                    s.upstream_cx_max_requests.inc();
+                }
+            }
+            return;
+        }
+        c.idle_since = Instant::now();
+        let mut idle = self.idle.borrow_mut();
+        if let Some(list) = idle.get_mut(c.endpoint) {
+            if list.len() < MAX_IDLE_PER_ENDPOINT {
+                list.push(c);
+                self.released.notify_one();
+            }
+        }
+    }
+}
+
+impl ActiveRequest {
+    pub fn endpoint(&self) -> usize {
+        self.endpoint
+    }
+
+    /// Counts how the request ended on its host: a status (5xx is an error, as in Envoy),
+    /// or None for a reset or failure before one; `timeout` also counts rq_timeout.
+    pub fn outcome(&self, status: Option<u16>, timeout: bool) {
+        let Some(e) = self.cluster.info.endpoints.get(self.endpoint) else {
+            return;
+        };
+        match status {
+            Some(s) if s < 500 => HostStats::inc(&e.stats.rq_success),
+            _ => HostStats::inc(&e.stats.rq_error),
+        }
+        if timeout {
+            HostStats::inc(&e.stats.rq_timeout);
+        }
+    }
+}
