@@ -1,0 +1,67 @@
+#!/usr/bin/env bash
+# What each L7 configuration costs per request, next to no filters, in one interleaved run.
+#
+# For each repetition and each configuration of `hoist bench` (none, ratelimit, jwt,
+# ratelimit_jwt): start hoist on one core with that configuration, drive it from the other core
+# with `hoist load` at a fixed rate (1 KB responses, every request carrying the same RS256
+# token, so the configurations differ only in server work), and print the server's CPU per
+# request: user and system from /proc/<pid>/stat, and the exact run time from
+# /proc/<pid>/task/*/schedstat. Interleaving the configurations spreads the machine's drift
+# over all of them; run several repetitions and compare means.
+#
+#   bench/filter-cost.sh [repetitions=5] [rate=15000] [seconds=10]
+#
+# Environment: HOIST (default target/release/hoist), WORK (hoist bench work directory, default
+# bench-report/work), CIPHER (default ECDHE-RSA-AES128-GCM-SHA256), SERVER_CPU (0), LOAD_CPU (1).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+reps=${1:-5}
+rate=${2:-15000}
+secs=${3:-10}
+HOIST=${HOIST:-target/release/hoist}
+WORK=${WORK:-bench-report/work}
+CIPHER=${CIPHER:-ECDHE-RSA-AES128-GCM-SHA256}
+SERVER_CPU=${SERVER_CPU:-0}
+LOAD_CPU=${LOAD_CPU:-1}
+[ -x "$HOIST" ] || { echo "$HOIST not found: cargo build --release -p hoist" >&2; exit 1; }
+"$HOIST" bench --prepare --out "$(dirname "$WORK")" --work-dir "$WORK" --sizes 1k >/dev/null
+token=$(cat "$WORK/jwt/token.txt")
+tmp=$(mktemp -d /tmp/hoist-filter-cost.XXXXXX)
+server=
+trap '[ -n "$server" ] && kill "$server" 2>/dev/null; rm -rf "$tmp"' EXIT
+
+run_time_ns() { cat /proc/"$1"/task/*/schedstat | awk '{s += $1} END {print s}'; }
+
+one() {
+  local l7=$1
+  # The generated configuration with fixed ports instead of ephemeral ones.
+  sed -e '0,/port_value: 0}}/s//port_value: 19901}}/' \
+      -e 's/    address: {socket_address: {address: 127.0.0.1, port_value: 0}}/    address: {socket_address: {address: 127.0.0.1, port_value: 18443}}/' \
+      "$WORK/configs/$l7-$CIPHER.yaml" > "$tmp/config.yaml"
+  taskset -c "$SERVER_CPU" "$HOIST" -c "$tmp/config.yaml" --concurrency 1 --tls-offload off \
+    >"$tmp/server.log" 2>&1 &
+  local pid=$!
+  server=$pid
+  sleep 1
+  local load=(taskset -c "$LOAD_CPU" "$HOIST" load -k -c 8 -qps "$rate"
+              -H "Authorization: Bearer $token")
+  local url=https://127.0.0.1:18443/1k
+  "${load[@]}" -t 2s "$url" >/dev/null 2>&1   # warm-up: handshakes, the JWT cache
+  local u0 s0 u1 s1 r0 r1
+  read -r u0 s0 < <(awk '{print $14, $15}' /proc/$pid/stat); r0=$(run_time_ns $pid)
+  "${load[@]}" -t "${secs}s" "$url" >"$tmp/load.out" 2>&1
+  read -r u1 s1 < <(awk '{print $14, $15}' /proc/$pid/stat); r1=$(run_time_ns $pid)
+  kill $pid; wait $pid 2>/dev/null || true
+  server=
+  local n; n=$(grep -oP 'All done \K[0-9]+' "$tmp/load.out")
+  local hz; hz=$(getconf CLK_TCK)
+  python3 -c "
+n=$n; hz=$hz
+print(f'$l7: {n} requests; server CPU per request: total {($r1-$r0)/1e3/n:.2f} µs'
+      f' (user {($u1-$u0)*1e6/hz/n:.1f}, system {($s1-$s0)*1e6/hz/n:.1f})')"
+}
+
+for i in $(seq "$reps"); do
+  echo "== repetition $i: $rate requests/s for $secs s"
+  for l7 in none ratelimit jwt ratelimit_jwt; do one "$l7"; done
+done
