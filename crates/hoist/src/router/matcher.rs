@@ -1,9 +1,8 @@
-//! Route matching: path (prefix, exact, regex, separated prefix), headers, query parameters,
-//! with Envoy's semantics for each.
+//! Route matching for the router. Envoy's RouteMatch semantics (path: prefix, exact, regex,
+//! separated prefix; headers; query parameters) live in one place, hoist_filters::matcher,
+//! which filters such as jwt_authn's `rules` use too; this is the router's entry to it.
 
-use hoist_config::model::{
-    HeaderMatcher, PathMatch, QueryParameterMatchSpec, QueryParameterMatcher, RouteMatch,
-};
+use hoist_config::model::RouteMatch;
 use hoist_http::RequestHead;
 
 /// What the matchers look at, derived once per request.
@@ -14,87 +13,16 @@ pub struct MatchInput<'a> {
 }
 
 pub fn route_matches(m: &RouteMatch, input: &MatchInput<'_>) -> bool {
-    path_matches(&m.path, m.case_sensitive, &input.head.path)
-        && m.headers.iter().all(|h| header_matches(h, input))
-        && m.query_parameters
-            .iter()
-            .all(|q| query_matches(q, input.head.query()))
-}
-
-fn path_matches(p: &PathMatch, case_sensitive: bool, full_path: &str) -> bool {
-    let without_query = match full_path.find('?') {
-        Some(i) => &full_path[..i],
-        None => full_path,
-    };
-    match p {
-        // Envoy matches a prefix against the whole :path, query string included.
-        PathMatch::Prefix(prefix) => starts_with(full_path, prefix, case_sensitive),
-        PathMatch::Path(path) => {
-            if case_sensitive {
-                without_query == path
-            } else {
-                without_query.eq_ignore_ascii_case(path)
-            }
-        }
-        PathMatch::SafeRegex(re) => re.is_match(without_query),
-        PathMatch::PathSeparatedPrefix(prefix) => {
-            starts_with(without_query, prefix, case_sensitive)
-                && (without_query.len() == prefix.len()
-                    || without_query.as_bytes().get(prefix.len()) == Some(&b'/'))
-        }
-    }
-}
-
-fn starts_with(s: &str, prefix: &str, case_sensitive: bool) -> bool {
-    if case_sensitive {
-        s.starts_with(prefix)
-    } else {
-        s.len() >= prefix.len()
-            && s.as_bytes()[..prefix.len()].eq_ignore_ascii_case(prefix.as_bytes())
-    }
-}
-
-/// The value a header matcher sees: pseudo-headers from the head, other headers with several
-/// values joined by "," (as Envoy does).
-fn header_value(name: &str, input: &MatchInput<'_>) -> Option<String> {
-    match name {
-        ":method" => Some(input.head.method.as_str().to_string()),
-        ":path" => Some(input.head.path.clone()),
-        ":authority" => input.head.authority.clone(),
-        ":scheme" => Some(input.scheme.to_string()),
-        _ => {
-            let mut values = input.head.headers.get_all(name).iter().peekable();
-            values.peek()?;
-            let joined: Vec<&str> = values.map(|v| v.to_str().unwrap_or("")).collect();
-            Some(joined.join(","))
-        }
-    }
-}
-
-fn header_matches(h: &HeaderMatcher, input: &MatchInput<'_>) -> bool {
-    h.matches(header_value(&h.name, input).as_deref())
-}
-
-fn query_matches(q: &QueryParameterMatcher, query: Option<&str>) -> bool {
-    let Some(query) = query else {
-        return false;
-    };
-    // The first occurrence of the parameter decides, as in Envoy.
-    let value = query.split('&').find_map(|pair| {
-        let (k, v) = pair.split_once('=').unwrap_or((pair, ""));
-        (k == q.name).then_some(v)
-    });
-    match (&q.spec, value) {
-        (_, None) => false,
-        (QueryParameterMatchSpec::Present, Some(_)) => true,
-        (QueryParameterMatchSpec::String(sm), Some(v)) => sm.matches(v),
-    }
+    hoist_filters::matcher::route_matches(m, input.head, input.scheme)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use hoist_config::model::{HeaderMatchSpec, StringMatch, StringMatcher};
+    use hoist_config::model::{
+        HeaderMatchSpec, HeaderMatcher, PathMatch, QueryParameterMatchSpec, QueryParameterMatcher,
+        StringMatch, StringMatcher,
+    };
     use hoist_http::Version;
 
     fn head(path: &str) -> RequestHead {
