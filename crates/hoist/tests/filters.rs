@@ -10,28 +10,6 @@ use std::process::Command;
 
 use support::*;
 
-/// Inserts `block` (YAML lines, indented as if at column 0) before the first line containing
-/// `marker`, indented like that line.
-fn insert_before(yaml: &str, marker: &str, block: &str) -> String {
-    let mut out = String::new();
-    let mut done = false;
-    for line in yaml.lines() {
-        if !done && line.contains(marker) {
-            let indent = line.len() - line.trim_start().len();
-            for b in block.lines() {
-                out.push_str(&" ".repeat(indent));
-                out.push_str(b);
-                out.push('\n');
-            }
-            done = true;
-        }
-        out.push_str(line);
-        out.push('\n');
-    }
-    assert!(done, "marker {marker:?} not found");
-    out
-}
-
 fn config_with_buffer() -> String {
     let yaml = bootstrap(&plain_listener("plain", "f", &[], ""));
     // The buffer filter goes before the router; /open disables it per route.

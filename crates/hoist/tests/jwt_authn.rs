@@ -20,27 +20,6 @@ use support::*;
 const ISS: &str = "https://idp.example.com";
 const AUD: &str = "api.example.com";
 
-/// Inserts `block` before the first line containing `marker`, indented like that line.
-fn insert_before(yaml: &str, marker: &str, block: &str) -> String {
-    let mut out = String::new();
-    let mut done = false;
-    for line in yaml.lines() {
-        if !done && line.contains(marker) {
-            let indent = line.len() - line.trim_start().len();
-            for b in block.lines() {
-                out.push_str(&" ".repeat(indent));
-                out.push_str(b);
-                out.push('\n');
-            }
-            done = true;
-        }
-        out.push_str(line);
-        out.push('\n');
-    }
-    assert!(done, "marker {marker:?} not found");
-    out
-}
-
 /// A plain listener "plain" (stat_prefix "ingress") whose chain runs jwt_authn with
 /// `filter` (the JwtAuthentication fields), plus `clusters` (YAML list items).
 fn write_config(dir: &TempDir, filter: Value, clusters: &str) -> std::path::PathBuf {

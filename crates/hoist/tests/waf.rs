@@ -36,27 +36,6 @@ fn base_conf() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../hoist-waf/conf/base.conf")
 }
 
-/// Inserts `block` before the first line containing `marker`, indented like that line.
-fn insert_before(yaml: &str, marker: &str, block: &str) -> String {
-    let mut out = String::new();
-    let mut done = false;
-    for line in yaml.lines() {
-        if !done && line.contains(marker) {
-            let indent = line.len() - line.trim_start().len();
-            for b in block.lines() {
-                out.push_str(&" ".repeat(indent));
-                out.push_str(b);
-                out.push('\n');
-            }
-            done = true;
-        }
-        out.push_str(line);
-        out.push('\n');
-    }
-    assert!(done, "marker {marker:?} not found");
-    out
-}
-
 /// Coraza's JSON with one directive set, as a JSON string.
 fn coraza_json(directives: &[String]) -> String {
     let list: Vec<String> = directives.iter().map(|d| format!("{d:?}")).collect();

@@ -388,3 +388,25 @@ pub fn tls_listener(name: &str, cert: &Cert, tls_extra: &str, routes: &[(&str, &
         hcm_yaml(6, "ingress_https", routes, "")
     )
 }
+
+/// Inserts `block` (YAML lines, indented as if at column 0) before the first line containing
+/// `marker`, indented like that line.
+pub fn insert_before(yaml: &str, marker: &str, block: &str) -> String {
+    let mut out = String::new();
+    let mut done = false;
+    for line in yaml.lines() {
+        if !done && line.contains(marker) {
+            let indent = line.len() - line.trim_start().len();
+            for b in block.lines() {
+                out.push_str(&" ".repeat(indent));
+                out.push_str(b);
+                out.push('\n');
+            }
+            done = true;
+        }
+        out.push_str(line);
+        out.push('\n');
+    }
+    assert!(done, "marker {marker:?} not found");
+    out
+}
