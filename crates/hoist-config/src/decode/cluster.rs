@@ -8,7 +8,7 @@ use super::tls::validation_context;
 use crate::extension::{select, Kind, Slot};
 use crate::model::{
     CircuitBreakers, Cluster, DiscoveryType, DnsLookupFamily, Endpoint, HealthCheck,
-    HttpHealthCheck, LbPolicy, UpstreamTlsContext, DEFAULT_CONNECT_TIMEOUT,
+    HttpHealthCheck, LbPolicy, OutlierDetection, UpstreamTlsContext, DEFAULT_CONNECT_TIMEOUT,
     DEFAULT_UPSTREAM_IDLE_TIMEOUT,
 };
 use crate::reader::{Message, Node, Result};
@@ -85,7 +85,6 @@ fn cluster(node: &Node) -> Result<Cluster> {
         "typed_dns_resolver_config",
         "dns_resolvers",
         "wait_for_warm_on_init",
-        "outlier_detection",
         "cleanup_interval",
         "upstream_bind_config",
         "alt_stat_name",
@@ -174,6 +173,10 @@ fn cluster(node: &Node) -> Result<Cluster> {
         [one] => Some(health_check(one)?),
         [_, second, ..] => return Err(second.error("hoist supports one health check per cluster")),
     };
+    let outlier_detection = m
+        .field("outlier_detection")?
+        .map(|n| outlier_detection(&n))
+        .transpose()?;
     let assignment = m.required("load_assignment")?;
     let endpoints = load_assignment(&assignment, discovery)?;
     let tls = match m.field("transport_socket")? {
@@ -192,9 +195,87 @@ fn cluster(node: &Node) -> Result<Cluster> {
         max_requests_per_connection,
         circuit_breakers,
         health_check,
+        outlier_detection,
         tls,
         yaml_path,
     })
+}
+
+/// `envoy.config.cluster.v3.OutlierDetection`: consecutive 5xx and consecutive gateway
+/// failure. Success rate and failure percentage detection are not implemented: their fields
+/// are refused (Envoy's success rate detector needs 5 hosts with 100 requests each per
+/// interval to act, so configurations that never set them lose nothing below that size).
+fn outlier_detection(node: &Node) -> Result<OutlierDetection> {
+    let mut m = node.message()?;
+    m.unsupported(&[
+        "enforcing_success_rate",
+        "success_rate_minimum_hosts",
+        "success_rate_request_volume",
+        "success_rate_stdev_factor",
+        "consecutive_local_origin_failure",
+        "enforcing_consecutive_local_origin_failure",
+        "enforcing_local_origin_success_rate",
+        "failure_percentage_threshold",
+        "enforcing_failure_percentage",
+        "enforcing_failure_percentage_local_origin",
+        "failure_percentage_minimum_hosts",
+        "failure_percentage_request_volume",
+        "max_ejection_time_jitter",
+        "monitors",
+        "detect_degraded_hosts",
+    ])?;
+    if let Some(n) = m.field("split_external_local_origin_errors")? {
+        if n.bool()? {
+            return Err(n.error("split_external_local_origin_errors: true is not supported by hoist yet"));
+        }
+    }
+    let d = OutlierDetection::default();
+    let positive = |m: &mut Message, name: &str, default| -> Result<std::time::Duration> {
+        match m.field(name)? {
+            None => Ok(default),
+            Some(n) => {
+                let v = n.duration()?;
+                if v.is_zero() {
+                    return Err(n.error(format!("{name} must be greater than 0s")));
+                }
+                Ok(v)
+            }
+        }
+    };
+    let interval = positive(&mut m, "interval", d.interval)?;
+    let base_ejection_time = positive(&mut m, "base_ejection_time", d.base_ejection_time)?;
+    // Envoy: the cap never goes below the base time.
+    let max_ejection_time =
+        positive(&mut m, "max_ejection_time", d.max_ejection_time)?.max(base_ejection_time);
+    let out = OutlierDetection {
+        consecutive_5xx: m.u32("consecutive_5xx", d.consecutive_5xx, 0..=u32::MAX)?,
+        consecutive_gateway_failure: m.u32(
+            "consecutive_gateway_failure",
+            d.consecutive_gateway_failure,
+            0..=u32::MAX,
+        )?,
+        enforcing_consecutive_5xx: m.u32(
+            "enforcing_consecutive_5xx",
+            d.enforcing_consecutive_5xx,
+            0..=100,
+        )?,
+        enforcing_consecutive_gateway_failure: m.u32(
+            "enforcing_consecutive_gateway_failure",
+            d.enforcing_consecutive_gateway_failure,
+            0..=100,
+        )?,
+        interval,
+        base_ejection_time,
+        max_ejection_time,
+        max_ejection_percent: m.u32("max_ejection_percent", d.max_ejection_percent, 0..=100)?,
+        always_eject_one_host: m.bool("always_eject_one_host", d.always_eject_one_host)?,
+        successful_active_health_check_uneject_host: m.bool(
+            "successful_active_health_check_uneject_host",
+            d.successful_active_health_check_uneject_host,
+        )?,
+    };
+    m.finish()?;
+    Ok(out)
 }
 
 /// `envoy.config.cluster.v3.CircuitBreakers`: the DEFAULT priority's thresholds are the ones
@@ -589,6 +670,42 @@ mod tests {
         let mut zero = endpoint("127.0.0.1", 1);
         zero["endpoints"][0]["lb_endpoints"][0]["load_balancing_weight"] = json!(0);
         assert!(decode(json!([{"name": "a", "load_assignment": zero}])).is_err());
+    }
+
+    #[test]
+    fn outlier_detection_defaults_and_refusals() {
+        let c = decode(json!([{"name": "a", "load_assignment": endpoint("127.0.0.1", 1),
+            "outlier_detection": {}}]))
+        .unwrap();
+        assert_eq!(c[0].outlier_detection, Some(OutlierDetection::default()));
+        assert!(decode(json!([{"name": "a", "load_assignment": endpoint("127.0.0.1", 1)}]))
+            .unwrap()[0]
+            .outlier_detection
+            .is_none());
+        let c = decode(json!([{"name": "a", "load_assignment": endpoint("127.0.0.1", 1),
+            "outlier_detection": {"consecutive_5xx": 3, "consecutive_gateway_failure": 2,
+                "enforcing_consecutive_gateway_failure": 100, "interval": "0.5s",
+                "base_ejection_time": "20s", "max_ejection_time": "10s",
+                "max_ejection_percent": 50, "split_external_local_origin_errors": false}}]))
+        .unwrap();
+        let o = c[0].outlier_detection.unwrap();
+        assert_eq!((o.consecutive_5xx, o.consecutive_gateway_failure), (3, 2));
+        assert_eq!(o.enforcing_consecutive_gateway_failure, 100);
+        assert_eq!(o.interval, std::time::Duration::from_millis(500));
+        // The cap is raised to the base time, as Envoy does.
+        assert_eq!(o.max_ejection_time, std::time::Duration::from_secs(20));
+        assert_eq!(o.max_ejection_percent, 50);
+        for (field, value) in [
+            ("failure_percentage_threshold", json!(80)),
+            ("max_ejection_percent", json!(101)),
+            ("interval", json!("0s")),
+            ("split_external_local_origin_errors", json!(true)),
+        ] {
+            let err = decode(json!([{"name": "a", "load_assignment": endpoint("127.0.0.1", 1),
+                "outlier_detection": {field: value}}]))
+            .unwrap_err();
+            assert!(err.contains("clusters[0].outlier_detection"), "{err}");
+        }
     }
 
     #[test]

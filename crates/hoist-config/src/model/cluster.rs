@@ -32,6 +32,44 @@ pub struct HttpHealthCheck {
     pub expected_statuses: Vec<(u16, u16)>,
 }
 
+/// `envoy.config.cluster.v3.OutlierDetection`: the consecutive-error detectors (success rate
+/// and failure percentage are refused at load).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct OutlierDetection {
+    pub consecutive_5xx: u32,
+    pub consecutive_gateway_failure: u32,
+    /// Percentages (0..=100): the chance that a detected outlier is really ejected.
+    pub enforcing_consecutive_5xx: u32,
+    pub enforcing_consecutive_gateway_failure: u32,
+    /// How often ejected hosts are checked for their return.
+    pub interval: Duration,
+    pub base_ejection_time: Duration,
+    pub max_ejection_time: Duration,
+    pub max_ejection_percent: u32,
+    /// Eject one host even when that alone goes over max_ejection_percent.
+    pub always_eject_one_host: bool,
+    /// A passing active health check returns an ejected host at once.
+    pub successful_active_health_check_uneject_host: bool,
+}
+
+impl Default for OutlierDetection {
+    /// Envoy's defaults.
+    fn default() -> Self {
+        OutlierDetection {
+            consecutive_5xx: 5,
+            consecutive_gateway_failure: 5,
+            enforcing_consecutive_5xx: 100,
+            enforcing_consecutive_gateway_failure: 0,
+            interval: Duration::from_secs(10),
+            base_ejection_time: Duration::from_secs(30),
+            max_ejection_time: Duration::from_secs(300),
+            max_ejection_percent: 10,
+            always_eject_one_host: false,
+            successful_active_health_check_uneject_host: true,
+        }
+    }
+}
+
 /// One `circuit_breakers.thresholds[]` entry: limits across all workers.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct CircuitBreakers {
@@ -130,6 +168,7 @@ pub struct Cluster {
     pub circuit_breakers: CircuitBreakers,
     /// `health_checks` (at most one).
     pub health_check: Option<HealthCheck>,
+    pub outlier_detection: Option<OutlierDetection>,
     /// `transport_socket` with an UpstreamTlsContext; None is plain TCP.
     pub tls: Option<UpstreamTlsContext>,
     pub yaml_path: String,
