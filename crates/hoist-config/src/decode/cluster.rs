@@ -226,7 +226,9 @@ fn outlier_detection(node: &Node) -> Result<OutlierDetection> {
     ])?;
     if let Some(n) = m.field("split_external_local_origin_errors")? {
         if n.bool()? {
-            return Err(n.error("split_external_local_origin_errors: true is not supported by hoist yet"));
+            return Err(
+                n.error("split_external_local_origin_errors: true is not supported by hoist yet")
+            );
         }
     }
     let d = OutlierDetection::default();
@@ -674,19 +676,24 @@ mod tests {
 
     #[test]
     fn outlier_detection_defaults_and_refusals() {
-        let c = decode(json!([{"name": "a", "load_assignment": endpoint("127.0.0.1", 1),
-            "outlier_detection": {}}]))
+        let c = decode(
+            json!([{"name": "a", "load_assignment": endpoint("127.0.0.1", 1),
+            "outlier_detection": {}}]),
+        )
         .unwrap();
         assert_eq!(c[0].outlier_detection, Some(OutlierDetection::default()));
-        assert!(decode(json!([{"name": "a", "load_assignment": endpoint("127.0.0.1", 1)}]))
-            .unwrap()[0]
-            .outlier_detection
-            .is_none());
-        let c = decode(json!([{"name": "a", "load_assignment": endpoint("127.0.0.1", 1),
+        assert!(
+            decode(json!([{"name": "a", "load_assignment": endpoint("127.0.0.1", 1)}])).unwrap()[0]
+                .outlier_detection
+                .is_none()
+        );
+        let c = decode(
+            json!([{"name": "a", "load_assignment": endpoint("127.0.0.1", 1),
             "outlier_detection": {"consecutive_5xx": 3, "consecutive_gateway_failure": 2,
                 "enforcing_consecutive_gateway_failure": 100, "interval": "0.5s",
                 "base_ejection_time": "20s", "max_ejection_time": "10s",
-                "max_ejection_percent": 50, "split_external_local_origin_errors": false}}]))
+                "max_ejection_percent": 50, "split_external_local_origin_errors": false}}]),
+        )
         .unwrap();
         let o = c[0].outlier_detection.unwrap();
         assert_eq!((o.consecutive_5xx, o.consecutive_gateway_failure), (3, 2));
@@ -701,8 +708,10 @@ mod tests {
             ("interval", json!("0s")),
             ("split_external_local_origin_errors", json!(true)),
         ] {
-            let err = decode(json!([{"name": "a", "load_assignment": endpoint("127.0.0.1", 1),
-                "outlier_detection": {field: value}}]))
+            let err = decode(
+                json!([{"name": "a", "load_assignment": endpoint("127.0.0.1", 1),
+                "outlier_detection": {field: value}}]),
+            )
             .unwrap_err();
             assert!(err.contains("clusters[0].outlier_detection"), "{err}");
         }

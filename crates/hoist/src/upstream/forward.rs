@@ -220,6 +220,7 @@ fn should_retry(p: &RetryPolicy, r: &Attempt) -> bool {
 
 /// Counts an attempt that is retried on its host and in the cluster's response codes.
 fn record(cluster: &WorkerCluster, rq: &ActiveRequest, r: &Attempt) {
+    super::outlier::observe(&cluster.info, rq.endpoint(), r);
     match r {
         Attempt::Response { response, .. } => {
             rq.outcome(Some(response.status), false);
@@ -247,6 +248,7 @@ fn finish<B>(
     body: &Source<'_, B>,
     is_head: bool,
 ) -> Forwarded {
+    super::outlier::observe(&cluster.info, rq.endpoint(), &result);
     let (upstream, mut response, length, sent_at, peer) = match result {
         Attempt::Response {
             conn,

@@ -3,8 +3,6 @@
 //! in a burst), weighted random, and least request as power of two choices by active
 //! requests.
 
-use std::sync::atomic::Ordering;
-
 use hoist_config::model::LbPolicy;
 
 use super::ClusterInfo;
@@ -30,18 +28,9 @@ impl LbState {
         }
         // Envoy's panic threshold (50 %): with fewer healthy hosts than that, all hosts take
         // traffic, rather than overloading the few left.
-        let healthy = cluster
-            .endpoints
-            .iter()
-            .filter(|e| e.healthy.load(Ordering::Relaxed))
-            .count();
+        let healthy = cluster.endpoints.iter().filter(|e| e.available()).count();
         let all = healthy * 2 < n;
-        let usable = |i: usize| {
-            all || cluster
-                .endpoints
-                .get(i)
-                .is_some_and(|e| e.healthy.load(Ordering::Relaxed))
-        };
+        let usable = |i: usize| all || cluster.endpoints.get(i).is_some_and(|e| e.available());
         match cluster.lb_policy {
             LbPolicy::RoundRobin => self.round_robin(cluster, &usable),
             LbPolicy::Random => weighted_random(cluster, &usable),
@@ -126,36 +115,7 @@ pub fn pick_weighted<T>(items: &[(T, u32)]) -> Option<&T> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::upstream::EndpointInfo;
-    use std::time::Duration;
-
-    fn cluster(policy: LbPolicy, weights: &[u32]) -> ClusterInfo {
-        ClusterInfo {
-            name: "c".into(),
-            endpoints: weights
-                .iter()
-                .enumerate()
-                .map(|(i, w)| EndpointInfo {
-                    host: "127.0.0.1".into(),
-                    port: 1000 + i as u16,
-                    weight: *w,
-                    label: String::new(),
-                    stats: Default::default(),
-                    healthy: std::sync::atomic::AtomicBool::new(true),
-                })
-                .collect(),
-            lb_policy: policy,
-            connect_timeout: Duration::from_secs(1),
-            idle_timeout: None,
-            max_requests_per_connection: None,
-            limits: Default::default(),
-            health_check: None,
-            resources: Default::default(),
-            resolve: false,
-            family: Default::default(),
-            tls: None,
-        }
-    }
+    use crate::upstream::testing::cluster;
 
     #[test]
     fn round_robin_follows_weights_smoothly() {

@@ -9,6 +9,7 @@ pub mod forward;
 mod headers;
 pub mod health;
 mod lb;
+pub mod outlier;
 mod pool;
 mod reply;
 mod stats;
@@ -39,6 +40,31 @@ pub struct EndpointInfo {
     pub stats: HostStats,
     /// Active health checking's verdict (always true without health checks).
     pub healthy: AtomicBool,
+    /// Outlier detection's counters and ejection flag.
+    pub outlier: outlier::HostMonitor,
+}
+
+impl EndpointInfo {
+    /// Whether the balancers count this host as healthy: it passes its health checks and is
+    /// not ejected (Envoy's coarse health).
+    pub fn available(&self) -> bool {
+        self.healthy.load(Ordering::Relaxed) && !self.outlier.ejected()
+    }
+
+    /// /clusters' health_flags: "healthy", or each failure as `/flag`.
+    pub fn health_flags(&self) -> String {
+        let mut flags = String::new();
+        if !self.healthy.load(Ordering::Relaxed) {
+            flags.push_str("/failed_active_hc");
+        }
+        if self.outlier.ejected() {
+            flags.push_str("/failed_outlier_check");
+        }
+        if flags.is_empty() {
+            flags.push_str("healthy");
+        }
+        flags
+    }
 }
 
 /// A cluster's open connections, pending and active requests and active retries, shared by
@@ -121,6 +147,14 @@ pub struct ClusterInfo {
     pub resolve: bool,
     pub family: DnsLookupFamily,
     pub tls: Option<UpstreamTls>,
+    pub outlier: Option<outlier::Detector>,
+}
+
+impl ClusterInfo {
+    /// membership_healthy: hosts that pass their checks and are not ejected.
+    pub fn available_count(&self) -> u64 {
+        self.endpoints.iter().filter(|e| e.available()).count() as u64
+    }
 }
 
 /// Every cluster of the bootstrap, by name.
@@ -160,6 +194,7 @@ impl ClusterManager {
                     stats: HostStats::default(),
                     // Envoy: a host must pass its first check before it counts as healthy.
                     healthy: AtomicBool::new(c.health_check.is_none()),
+                    outlier: outlier::HostMonitor::default(),
                 })
                 .collect();
             out.by_name.insert(c.name.clone(), out.clusters.len());
@@ -176,6 +211,9 @@ impl ClusterManager {
                 resolve: c.discovery != DiscoveryType::Static,
                 family: c.dns_lookup_family,
                 tls,
+                outlier: c
+                    .outlier_detection
+                    .map(|o| outlier::Detector::new(o, c.endpoints.len(), Some(stats), &c.name)),
             }));
             stats::register(stats, c);
         }
@@ -209,12 +247,7 @@ impl ClusterManager {
                         e.host.as_str()
                     }
                 ));
-                let flags = if e.healthy.load(Ordering::Relaxed) {
-                    "healthy"
-                } else {
-                    "/failed_active_hc"
-                };
-                s.push_str(&format!("{host}::health_flags::{flags}\n"));
+                s.push_str(&format!("{host}::health_flags::{}\n", e.health_flags()));
                 s.push_str(&format!("{host}::weight::{}\n", e.weight));
                 s.push_str(&format!(
                     "{host}::region::\n{host}::zone::\n{host}::sub_zone::\n"
@@ -250,11 +283,7 @@ impl ClusterManager {
                         serde_json::json!({
                             "address": {"socket_address": {"address": e.host, "port_value": e.port}},
                             "stats": stats,
-                            "health_status": if e.healthy.load(Ordering::Relaxed) {
-                                serde_json::json!({"eds_health_status": "HEALTHY"})
-                            } else {
-                                serde_json::json!({"eds_health_status": "HEALTHY", "failed_active_health_check": true})
-                            },
+                            "health_status": health_status(e),
                             "weight": e.weight,
                         })
                     })
@@ -263,5 +292,54 @@ impl ClusterManager {
             })
             .collect();
         serde_json::json!({ "cluster_statuses": statuses })
+    }
+}
+
+/// Envoy's admin HostHealthStatus: the EDS status and each failed check.
+fn health_status(e: &EndpointInfo) -> serde_json::Value {
+    let mut v = serde_json::json!({"eds_health_status": "HEALTHY"});
+    if !e.healthy.load(Ordering::Relaxed) {
+        v["failed_active_health_check"] = serde_json::Value::Bool(true);
+    }
+    if e.outlier.ejected() {
+        v["failed_outlier_check"] = serde_json::Value::Bool(true);
+    }
+    v
+}
+
+#[cfg(test)]
+pub(crate) mod testing {
+    use super::*;
+    use std::time::Duration;
+
+    /// A STATIC cluster over 127.0.0.1 with one endpoint per weight, for unit tests.
+    pub fn cluster(policy: LbPolicy, weights: &[u32]) -> ClusterInfo {
+        ClusterInfo {
+            name: "c".into(),
+            endpoints: weights
+                .iter()
+                .enumerate()
+                .map(|(i, w)| EndpointInfo {
+                    host: "127.0.0.1".into(),
+                    port: 1000 + i as u16,
+                    weight: *w,
+                    label: String::new(),
+                    stats: Default::default(),
+                    healthy: std::sync::atomic::AtomicBool::new(true),
+                    outlier: Default::default(),
+                })
+                .collect(),
+            lb_policy: policy,
+            connect_timeout: Duration::from_secs(1),
+            idle_timeout: None,
+            max_requests_per_connection: None,
+            limits: Default::default(),
+            health_check: None,
+            resources: Default::default(),
+            resolve: false,
+            family: Default::default(),
+            tls: None,
+            outlier: None,
+        }
     }
 }

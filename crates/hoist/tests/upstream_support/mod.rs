@@ -7,6 +7,8 @@ use std::io::{BufRead, BufReader};
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
 
+pub mod client;
+
 use crate::support::Cert;
 
 /// A running origin.py; killed when dropped.

@@ -9,6 +9,7 @@ Prints its port on the first line of stdout, then serves until killed. Paths:
   /malformed           a response that is not HTTP
   /reset               closes the connection without answering
   /status?code=N       an empty response with that status
+  /fail?origin=X&code=N  status N if this origin is named X, else as /echo
 """
 import hashlib, json, socket, ssl, sys, threading, time
 from urllib.parse import urlparse, parse_qs
@@ -115,6 +116,8 @@ def serve(conn, number):
             return
         elif url.path == "/reset":
             return
+        elif url.path == "/fail" and q.get("origin") == NAME:
+            send(conn, int(q.get("code", "500")))
         elif url.path == "/status":
             send(conn, int(q.get("code", "200")))
         else:
