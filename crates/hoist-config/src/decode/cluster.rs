@@ -9,7 +9,8 @@ use crate::extension::{select, Kind, Slot};
 use crate::model::{
     CircuitBreakers, Cluster, DiscoveryType, DnsLookupFamily, Endpoint, HealthCheck,
     HttpHealthCheck, LbPolicy, OutlierDetection, UpstreamTlsContext, DEFAULT_CONNECT_TIMEOUT,
-    DEFAULT_UPSTREAM_IDLE_TIMEOUT,
+    DEFAULT_MAGLEV_TABLE_SIZE, DEFAULT_MIN_RING_SIZE, DEFAULT_UPSTREAM_IDLE_TIMEOUT,
+    MAX_MAGLEV_TABLE_SIZE, MAX_RING_SIZE,
 };
 use crate::reader::{Message, Node, Result};
 
@@ -65,8 +66,6 @@ fn cluster(node: &Node) -> Result<Cluster> {
         "eds_cluster_config",
         "per_connection_buffer_limit_bytes",
         "lb_subset_config",
-        "ring_hash_lb_config",
-        "maglev_lb_config",
         "original_dst_lb_config",
         "least_request_lb_config",
         "round_robin_lb_config",
@@ -129,9 +128,11 @@ fn cluster(node: &Node) -> Result<Cluster> {
             0 => LbPolicy::RoundRobin,
             1 => LbPolicy::LeastRequest,
             3 => LbPolicy::Random,
+            2 => ring_hash_lb_config(&mut m)?,
+            5 => maglev_lb_config(&mut m)?,
             i => {
                 return Err(n.error(format!(
-                    "lb_policy {} is not supported by hoist yet (ROUND_ROBIN, LEAST_REQUEST, RANDOM are)",
+                    "lb_policy {} is not supported by hoist yet (ROUND_ROBIN, LEAST_REQUEST, RANDOM, RING_HASH, MAGLEV are)",
                     LB_POLICIES.get(i).unwrap_or(&"?")
                 )))
             }
@@ -199,6 +200,60 @@ fn cluster(node: &Node) -> Result<Cluster> {
         tls,
         yaml_path,
     })
+}
+
+/// `ring_hash_lb_config` of a RING_HASH cluster.
+fn ring_hash_lb_config(cluster: &mut Message) -> Result<LbPolicy> {
+    let (mut min, mut max) = (DEFAULT_MIN_RING_SIZE, MAX_RING_SIZE);
+    if let Some(n) = cluster.field("ring_hash_lb_config")? {
+        let mut m = n.message()?;
+        m.unsupported(&["hash_balance_factor", "use_hostname_for_hashing"])?;
+        if m.enumeration("hash_function", &["XX_HASH", "MURMUR_HASH_2"])? == Some(1) {
+            return Err(m.error("hash_function MURMUR_HASH_2 is not supported by hoist yet"));
+        }
+        let size = |m: &mut Message, name: &str, default: u64| -> Result<u64> {
+            match m.field(name)? {
+                None => Ok(default),
+                Some(n) => match n.u64()? {
+                    v @ 1..=MAX_RING_SIZE => Ok(v),
+                    v => Err(n.error(format!("{v} is out of range 1..={MAX_RING_SIZE}"))),
+                },
+            }
+        };
+        min = size(&mut m, "minimum_ring_size", min)?;
+        max = size(&mut m, "maximum_ring_size", max)?;
+        if min > max {
+            return Err(m.error("minimum_ring_size is greater than maximum_ring_size"));
+        }
+        m.finish()?;
+    }
+    Ok(LbPolicy::RingHash {
+        min_ring_size: min,
+        max_ring_size: max,
+    })
+}
+
+/// `maglev_lb_config` of a MAGLEV cluster: the table size must be a prime (Envoy's rule).
+fn maglev_lb_config(cluster: &mut Message) -> Result<LbPolicy> {
+    let mut table_size = DEFAULT_MAGLEV_TABLE_SIZE;
+    if let Some(n) = cluster.field("maglev_lb_config")? {
+        let mut m = n.message()?;
+        m.unsupported(&["use_hostname_for_hashing"])?;
+        if let Some(t) = m.field("table_size")? {
+            table_size = t.u64()?;
+            if table_size > MAX_MAGLEV_TABLE_SIZE || !is_prime(table_size) {
+                return Err(t.error(format!(
+                    "table_size {table_size} must be a prime number at most {MAX_MAGLEV_TABLE_SIZE}"
+                )));
+            }
+        }
+        m.finish()?;
+    }
+    Ok(LbPolicy::Maglev { table_size })
+}
+
+fn is_prime(n: u64) -> bool {
+    n >= 2 && (2..).take_while(|d| d * d <= n).all(|d| !n.is_multiple_of(d))
 }
 
 /// `envoy.config.cluster.v3.OutlierDetection`: consecutive 5xx and consecutive gateway
@@ -665,10 +720,46 @@ mod tests {
             "load_assignment": endpoint("127.0.0.1", 1)}]))
         .unwrap();
         assert_eq!(c[0].lb_policy, LbPolicy::Random);
+        let c = decode(json!([{"name": "a", "lb_policy": "MAGLEV",
+            "load_assignment": endpoint("127.0.0.1", 1)}]))
+        .unwrap();
+        assert_eq!(c[0].lb_policy, LbPolicy::Maglev { table_size: 65537 });
+        let c = decode(json!([{"name": "a", "lb_policy": "MAGLEV",
+            "maglev_lb_config": {"table_size": 251},
+            "load_assignment": endpoint("127.0.0.1", 1)}]))
+        .unwrap();
+        assert_eq!(c[0].lb_policy, LbPolicy::Maglev { table_size: 251 });
         let err = decode(json!([{"name": "a", "lb_policy": "MAGLEV",
+            "maglev_lb_config": {"table_size": 1000},
             "load_assignment": endpoint("127.0.0.1", 1)}]))
         .unwrap_err();
-        assert!(err.contains("lb_policy MAGLEV is not supported"), "{err}");
+        assert!(
+            err.contains("maglev_lb_config.table_size: table_size 1000 must be a prime"),
+            "{err}"
+        );
+        let c = decode(json!([{"name": "a", "lb_policy": "RING_HASH",
+            "ring_hash_lb_config": {"minimum_ring_size": 64, "hash_function": "XX_HASH"},
+            "load_assignment": endpoint("127.0.0.1", 1)}]))
+        .unwrap();
+        assert_eq!(
+            c[0].lb_policy,
+            LbPolicy::RingHash {
+                min_ring_size: 64,
+                max_ring_size: MAX_RING_SIZE
+            }
+        );
+        let err = decode(json!([{"name": "a", "lb_policy": "RING_HASH",
+            "ring_hash_lb_config": {"hash_function": "MURMUR_HASH_2"},
+            "load_assignment": endpoint("127.0.0.1", 1)}]))
+        .unwrap_err();
+        assert!(err.contains("MURMUR_HASH_2"), "{err}");
+        let err = decode(json!([{"name": "a", "lb_policy": "CLUSTER_PROVIDED",
+            "load_assignment": endpoint("127.0.0.1", 1)}]))
+        .unwrap_err();
+        assert!(
+            err.contains("lb_policy CLUSTER_PROVIDED is not supported"),
+            "{err}"
+        );
         let mut zero = endpoint("127.0.0.1", 1);
         zero["endpoints"][0]["lb_endpoints"][0]["load_balancing_weight"] = json!(0);
         assert!(decode(json!([{"name": "a", "load_assignment": zero}])).is_err());

@@ -6,8 +6,8 @@ use super::headers::header_value;
 use std::time::Duration;
 
 use crate::model::{
-    Cluster, ClusterSpecifier, ForwardAction, HostRewrite, Listener, RetryPolicy, RouteAction,
-    DEFAULT_ROUTE_TIMEOUT,
+    Cluster, ClusterSpecifier, ForwardAction, HashPolicy, HashSource, HostRewrite, Listener,
+    RetryPolicy, RouteAction, DEFAULT_ROUTE_TIMEOUT,
 };
 use crate::reader::{Node, Result};
 use crate::ConfigError;
@@ -72,7 +72,6 @@ pub(crate) fn forward_action(node: &Node) -> Result<ForwardAction> {
         "priority",
         "rate_limits",
         "include_vh_rate_limits",
-        "hash_policy",
         "cors",
         "max_grpc_timeout",
         "grpc_timeout_offset",
@@ -127,6 +126,11 @@ pub(crate) fn forward_action(node: &Node) -> Result<ForwardAction> {
         .field("retry_policy")?
         .map(|n| retry_policy(&n))
         .transpose()?;
+    let hash_policy = m
+        .list("hash_policy")?
+        .iter()
+        .map(hash_policy)
+        .collect::<Result<Vec<_>>>()?;
     let timeout = match m.opt_duration("timeout")? {
         None => Some(DEFAULT_ROUTE_TIMEOUT),
         Some(d) if d.is_zero() => None,
@@ -139,7 +143,68 @@ pub(crate) fn forward_action(node: &Node) -> Result<ForwardAction> {
         host_rewrite,
         timeout,
         retry_policy,
+        hash_policy,
     })
+}
+
+/// `RouteAction.HashPolicy`: one source of the request's hash.
+fn hash_policy(node: &Node) -> Result<HashPolicy> {
+    let mut m = node.message()?;
+    m.unsupported(&["filter_state"])?;
+    let which = m.oneof(
+        &[
+            "header",
+            "cookie",
+            "connection_properties",
+            "query_parameter",
+        ],
+        true,
+    )?;
+    let source = match which {
+        Some("header") => {
+            let mut h = m.required("header")?.message()?;
+            h.unsupported(&["regex_rewrite"])?;
+            let n = h.required("header_name")?;
+            let name = n.string()?.to_ascii_lowercase();
+            let bare = name.strip_prefix(':').unwrap_or(&name);
+            if !is_header_name(bare) {
+                return Err(n.error(format!("\"{name}\" is not a header name")));
+            }
+            h.finish()?;
+            HashSource::Header(name)
+        }
+        Some("cookie") => {
+            let mut c = m.required("cookie")?.message()?;
+            c.unsupported(&["ttl", "path", "attributes"])?;
+            let name = c.required_string("name")?;
+            if name.is_empty() {
+                return Err(c.error("name must not be empty"));
+            }
+            c.finish()?;
+            HashSource::Cookie(name)
+        }
+        Some("connection_properties") => {
+            let mut c = m.required("connection_properties")?.message()?;
+            let on = c.bool("source_ip", false)?;
+            c.finish()?;
+            if !on {
+                return Err(m.error("connection_properties hashes nothing without source_ip: true"));
+            }
+            HashSource::SourceIp
+        }
+        _ => {
+            let mut q = m.required("query_parameter")?.message()?;
+            let name = q.required_string("name")?;
+            if name.is_empty() {
+                return Err(q.error("name must not be empty"));
+            }
+            q.finish()?;
+            HashSource::QueryParameter(name)
+        }
+    };
+    let terminal = m.bool("terminal", false)?;
+    m.finish()?;
+    Ok(HashPolicy { source, terminal })
 }
 
 const RETRY_ON: [&str; 5] = [
@@ -340,10 +405,46 @@ mod tests {
             err.starts_with("route.retry_policy.retry_on: retry_on \"refused-stream\""),
             "{err}"
         );
-        let err = decode(json!({"cluster": "a", "hash_policy": []})).unwrap_err();
+        let err = decode(json!({"cluster": "a", "hash_policy": [{"filter_state": {"key": "k"}}]}))
+            .unwrap_err();
         assert_eq!(
             err,
-            "route: field \"hash_policy\" is not supported by hoist yet"
+            "route.hash_policy[0]: field \"filter_state\" is not supported by hoist yet"
+        );
+        let err = decode(
+            json!({"cluster": "a", "hash_policy": [{"cookie": {"name": "s", "ttl": "1s"}}]}),
+        )
+        .unwrap_err();
+        assert!(
+            err.contains("hash_policy[0].cookie: field \"ttl\""),
+            "{err}"
+        );
+        let a = decode(json!({"cluster": "a", "hash_policy": [
+            {"header": {"header_name": "X-User"}, "terminal": true},
+            {"cookie": {"name": "session"}},
+            {"connection_properties": {"source_ip": true}},
+            {"query_parameter": {"name": "id"}}]}))
+        .unwrap();
+        assert_eq!(
+            a.hash_policy,
+            vec![
+                HashPolicy {
+                    source: HashSource::Header("x-user".into()),
+                    terminal: true
+                },
+                HashPolicy {
+                    source: HashSource::Cookie("session".into()),
+                    terminal: false
+                },
+                HashPolicy {
+                    source: HashSource::SourceIp,
+                    terminal: false
+                },
+                HashPolicy {
+                    source: HashSource::QueryParameter("id".into()),
+                    terminal: false
+                },
+            ]
         );
         assert!(decode(json!({"prefix_rewrite": "/"})).is_err());
         assert!(decode(json!({"cluster": "a", "weighted_clusters": {}})).is_err());

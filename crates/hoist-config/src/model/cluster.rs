@@ -134,7 +134,21 @@ pub enum LbPolicy {
     LeastRequest,
     /// Weighted random.
     Random,
+    /// Consistent hashing on a ring of `min_ring_size..=max_ring_size` points, xxHash64.
+    RingHash {
+        min_ring_size: u64,
+        max_ring_size: u64,
+    },
+    /// Maglev's lookup table of `table_size` (a prime) entries.
+    Maglev { table_size: u64 },
 }
+
+/// `ring_hash_lb_config` defaults and limit.
+pub const DEFAULT_MIN_RING_SIZE: u64 = 1024;
+pub const MAX_RING_SIZE: u64 = 8 * 1024 * 1024;
+/// `maglev_lb_config.table_size` default and limit (Envoy's).
+pub const DEFAULT_MAGLEV_TABLE_SIZE: u64 = 65537;
+pub const MAX_MAGLEV_TABLE_SIZE: u64 = 5_000_011;
 
 /// `envoy.extensions.transport_sockets.tls.v3.UpstreamTlsContext`: the subset hoist's upstream
 /// client honours.

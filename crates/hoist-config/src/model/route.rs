@@ -180,6 +180,28 @@ pub struct ForwardAction {
     /// `timeout`; None: `0s`, no timeout.
     pub timeout: Option<Duration>,
     pub retry_policy: Option<RetryPolicy>,
+    /// `hash_policy`, in order: the hash RING_HASH and MAGLEV clusters place the request by.
+    pub hash_policy: Vec<HashPolicy>,
+}
+
+/// One `envoy.config.route.v3.RouteAction.HashPolicy`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct HashPolicy {
+    pub source: HashSource,
+    /// Stop at this policy when a hash has been made so far.
+    pub terminal: bool,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum HashSource {
+    /// `header.header_name`, lower-cased (may be a pseudo-header such as `:path`).
+    Header(String),
+    /// `cookie.name`: an existing cookie only (no `ttl`: hoist never sets one).
+    Cookie(String),
+    /// `connection_properties.source_ip: true`.
+    SourceIp,
+    /// `query_parameter.name`.
+    QueryParameter(String),
 }
 
 /// `envoy.config.route.v3.RetryPolicy`, the subset hoist implements.

@@ -79,6 +79,8 @@ pub async fn forward<B: RequestBody>(
         ));
     };
     let cluster = cluster.clone();
+    // Hashed on the request as the client sent it, before rewrites (Envoy's order).
+    let hash = super::hash_policy::request_hash(&action.hash_policy, head, cx.conn.remote.ip());
     rewrite_request(cx, action, head);
     let (framing, chunked) = request_framing(head, &body);
     let mut headers = upstream_headers(head);
@@ -100,7 +102,7 @@ pub async fn forward<B: RequestBody>(
     // An active retry (max_retries), held until the retried attempt ends.
     let mut retry_slot: Option<RetrySlot> = None;
     loop {
-        let rq = match cluster.pick() {
+        let rq = match cluster.pick(hash) {
             Ok(rq) => rq,
             Err(PickError::NoEndpoint) => {
                 return Ok(local(

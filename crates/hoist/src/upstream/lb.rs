@@ -20,8 +20,14 @@ impl LbState {
         }
     }
 
-    /// The endpoint index for the next request. `active`: requests in flight per endpoint.
-    pub fn pick(&mut self, cluster: &ClusterInfo, active: &[u32]) -> Option<usize> {
+    /// The endpoint index for the next request. `active`: requests in flight per endpoint;
+    /// `hash`: the request's hash for RING_HASH and MAGLEV (None: a random host, as Envoy).
+    pub fn pick(
+        &mut self,
+        cluster: &ClusterInfo,
+        active: &[u32],
+        hash: Option<u64>,
+    ) -> Option<usize> {
         let n = cluster.endpoints.len();
         if n == 1 {
             return Some(0);
@@ -39,6 +45,10 @@ impl LbState {
                 let b = weighted_random(cluster, &usable)?;
                 let load = |i: usize| active.get(i).copied().unwrap_or(0);
                 Some(if load(b) < load(a) { b } else { a })
+            }
+            LbPolicy::RingHash { .. } | LbPolicy::Maglev { .. } => {
+                let hash = hash.unwrap_or_else(crate::request_id::random_u64);
+                cluster.hash_table.as_ref()?.pick(hash, &usable)
             }
         }
     }
@@ -121,7 +131,9 @@ mod tests {
     fn round_robin_follows_weights_smoothly() {
         let c = cluster(LbPolicy::RoundRobin, &[1, 3]);
         let mut lb = LbState::new(&c);
-        let picks: Vec<usize> = (0..8).map(|_| lb.pick(&c, &[0, 0]).unwrap()).collect();
+        let picks: Vec<usize> = (0..8)
+            .map(|_| lb.pick(&c, &[0, 0], None).unwrap())
+            .collect();
         assert_eq!(picks, vec![1, 0, 1, 1, 1, 0, 1, 1]);
     }
 
@@ -132,7 +144,7 @@ mod tests {
             let mut lb = LbState::new(&c);
             let mut seen = [0u32; 3];
             for _ in 0..3000 {
-                seen[lb.pick(&c, &[0, 0, 0]).unwrap()] += 1;
+                seen[lb.pick(&c, &[0, 0, 0], None).unwrap()] += 1;
             }
             assert!(seen.iter().all(|&n| n > 700), "{policy:?}: {seen:?}");
         }
@@ -140,7 +152,7 @@ mod tests {
         let c = cluster(LbPolicy::LeastRequest, &[1, 1]);
         let mut lb = LbState::new(&c);
         let busy = (0..1000)
-            .filter(|_| lb.pick(&c, &[5, 0]) == Some(0))
+            .filter(|_| lb.pick(&c, &[5, 0], None) == Some(0))
             .count();
         assert!(busy < 400, "{busy}");
     }

@@ -6,6 +6,8 @@
 mod attempt;
 mod conn;
 pub mod forward;
+mod hash_lb;
+pub mod hash_policy;
 mod headers;
 pub mod health;
 mod lb;
@@ -13,6 +15,7 @@ pub mod outlier;
 mod pool;
 mod reply;
 mod stats;
+mod xxhash;
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -148,6 +151,8 @@ pub struct ClusterInfo {
     pub family: DnsLookupFamily,
     pub tls: Option<UpstreamTls>,
     pub outlier: Option<outlier::Detector>,
+    /// RING_HASH's ring or MAGLEV's table, shared by the workers.
+    pub hash_table: Option<hash_lb::HashTable>,
 }
 
 impl ClusterInfo {
@@ -179,7 +184,7 @@ impl ClusterManager {
                 .map(|t| UpstreamTls::new(t, first))
                 .transpose()
                 .map_err(|e| ConfigError::new(format!("{}.transport_socket", c.yaml_path), e))?;
-            let endpoints = c
+            let endpoints: Vec<EndpointInfo> = c
                 .endpoints
                 .iter()
                 .map(|e| EndpointInfo {
@@ -197,6 +202,20 @@ impl ClusterManager {
                     outlier: outlier::HostMonitor::default(),
                 })
                 .collect();
+            let hash_table = match c.lb_policy {
+                LbPolicy::RingHash {
+                    min_ring_size,
+                    max_ring_size,
+                } => Some(hash_lb::HashTable::ring(
+                    &endpoints,
+                    min_ring_size,
+                    max_ring_size,
+                )),
+                LbPolicy::Maglev { table_size } => {
+                    Some(hash_lb::HashTable::maglev(&endpoints, table_size))
+                }
+                _ => None,
+            };
             out.by_name.insert(c.name.clone(), out.clusters.len());
             out.clusters.push(Arc::new(ClusterInfo {
                 name: c.name.clone(),
@@ -211,6 +230,7 @@ impl ClusterManager {
                 resolve: c.discovery != DiscoveryType::Static,
                 family: c.dns_lookup_family,
                 tls,
+                hash_table,
                 outlier: c
                     .outlier_detection
                     .map(|o| outlier::Detector::new(o, c.endpoints.len(), Some(stats), &c.name)),
@@ -323,7 +343,7 @@ pub(crate) mod testing {
                     host: "127.0.0.1".into(),
                     port: 1000 + i as u16,
                     weight: *w,
-                    label: String::new(),
+                    label: format!("127.0.0.1:{}", 1000 + i),
                     stats: Default::default(),
                     healthy: std::sync::atomic::AtomicBool::new(true),
                     outlier: Default::default(),
@@ -340,6 +360,7 @@ pub(crate) mod testing {
             family: Default::default(),
             tls: None,
             outlier: None,
+            hash_table: None,
         }
     }
 }

@@ -1,0 +1,79 @@
+//! Consistent hashing end to end: RING_HASH and MAGLEV clusters behind routes with
+//! hash_policy (header, cookie, query parameter, source IP), three origins.
+#![allow(clippy::unwrap_used)]
+
+mod support;
+mod upstream_support;
+
+use std::collections::{HashMap, HashSet};
+
+use support::TempDir;
+use upstream_support::client::{origin_of, origins_seen, start};
+use upstream_support::{cluster, route, Origin};
+
+#[test]
+fn ring_hash_and_maglev_keep_a_key_on_one_host_and_spread_keys() {
+    let dir = TempDir::new("up-hash");
+    let origins = [Origin::start("a"), Origin::start("b"), Origin::start("c")];
+    let endpoints: Vec<(u16, u32)> = origins.iter().map(|o| (o.port, 1)).collect();
+    let clusters = cluster(
+        "ring",
+        &endpoints,
+        "    lb_policy: RING_HASH\n    ring_hash_lb_config: {minimum_ring_size: 1024, hash_function: XX_HASH}\n",
+    ) + &cluster("maglev", &endpoints, "    lb_policy: MAGLEV\n");
+    let by_header = "hash_policy: [{header: {header_name: x-user}}]";
+    let routes = route(
+        "{prefix: /ring/cookie}",
+        "{cluster: ring, hash_policy: [{cookie: {name: session}}]}",
+    ) + &route(
+        "{prefix: /ring/query}",
+        "{cluster: ring, hash_policy: [{query_parameter: {name: id}}]}",
+    ) + &route(
+        "{prefix: /ring/ip}",
+        "{cluster: ring, hash_policy: [{connection_properties: {source_ip: true}}]}",
+    ) + &route("{prefix: /ring}", &format!("{{cluster: ring, {by_header}}}"))
+        + &route("{prefix: /maglev}", &format!("{{cluster: maglev, {by_header}}}"));
+    let h = start(&dir, &routes, &clusters);
+
+    for prefix in ["/ring", "/maglev"] {
+        // One key, one host, request after request.
+        for user in ["alice", "bob"] {
+            let header = format!("x-user: {user}");
+            let seen = origins_seen(&h, prefix, 10, &["-H", &header]);
+            assert_eq!(seen.len(), 1, "{prefix} {user}: {seen:?}");
+            assert!(!seen.contains_key("-"), "{seen:?}");
+        }
+        // Many keys spread over the three equal hosts (each gets about 20 of 60; fewer than
+        // 3 has a probability below 1e-7 even for a fair split).
+        let mut per_host: HashMap<String, usize> = HashMap::new();
+        let mut placement: HashMap<String, String> = HashMap::new();
+        for k in 0..60 {
+            let header = format!("x-user: user-{k}");
+            let o = origin_of(&h, prefix, &["-H", &header]).unwrap();
+            *per_host.entry(o.clone()).or_default() += 1;
+            placement.insert(header, o);
+        }
+        assert_eq!(per_host.len(), 3, "{prefix}: {per_host:?}");
+        assert!(per_host.values().all(|&n| n >= 3), "{prefix}: {per_host:?}");
+        // And they stay where they were placed.
+        for (header, o) in placement.iter().take(15) {
+            assert_eq!(origin_of(&h, prefix, &["-H", header]).as_ref(), Some(o));
+        }
+        // Without the header there is no hash: a random host, as Envoy.
+        let seen = origins_seen(&h, prefix, 30, &[]);
+        assert!(seen.len() >= 2, "{prefix}: {seen:?}");
+    }
+
+    // The other sources: an existing cookie, a query parameter, the client's address.
+    let hosts = |path: &str, extra: &[&str]| -> HashSet<String> {
+        origins_seen(&h, path, 8, extra).into_keys().collect()
+    };
+    assert_eq!(hosts("/ring/cookie", &["-b", "session=abc"]).len(), 1);
+    assert_eq!(hosts("/ring/query?id=42", &[]).len(), 1);
+    assert_eq!(hosts("/ring/ip", &[]).len(), 1);
+    let cookies: HashSet<String> = (0..30)
+        .map(|k| origin_of(&h, "/ring/cookie", &["-b", &format!("session=s{k}")]).unwrap())
+        .collect();
+    assert!(cookies.len() >= 2, "{cookies:?}");
+    assert_eq!(h.stat("cluster.ring.upstream_rq_5xx"), 0);
+}
