@@ -37,6 +37,8 @@ pub struct HcmRuntime {
     pub drain_timeout: Duration,
     pub generate_request_id: bool,
     pub use_remote_address: bool,
+    /// HCM `via`, checked as a header value at load.
+    pub via: Option<HeaderValue>,
     pub http2: hoist_config::model::Http2Options,
 }
 
@@ -103,7 +105,16 @@ impl HcmRuntime {
                 "not a valid header value",
             )
         })?;
+        let via = m
+            .via
+            .as_deref()
+            .map(HeaderValue::from_str)
+            .transpose()
+            .map_err(|_| {
+                ConfigError::new(format!("{}.via", m.yaml_path), "not a valid header value")
+            })?;
         Ok(Arc::new(HcmRuntime {
+            via,
             stat_prefix: m.stat_prefix.clone(),
             codec_type: m.codec_type,
             router,

@@ -170,6 +170,7 @@ impl HcmWorker {
                         clusters: &self.clusters,
                         conn,
                         use_remote_address: self.rt.use_remote_address,
+                        via: self.rt.via.as_ref(),
                         path_match: route.path_match(),
                     };
                     let source = match buffered.take() {

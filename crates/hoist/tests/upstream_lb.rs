@@ -31,8 +31,13 @@ fn ring_hash_and_maglev_keep_a_key_on_one_host_and_spread_keys() {
     ) + &route(
         "{prefix: /ring/ip}",
         "{cluster: ring, hash_policy: [{connection_properties: {source_ip: true}}]}",
-    ) + &route("{prefix: /ring}", &format!("{{cluster: ring, {by_header}}}"))
-        + &route("{prefix: /maglev}", &format!("{{cluster: maglev, {by_header}}}"));
+    ) + &route(
+        "{prefix: /ring}",
+        &format!("{{cluster: ring, {by_header}}}"),
+    ) + &route(
+        "{prefix: /maglev}",
+        &format!("{{cluster: maglev, {by_header}}}"),
+    );
     let h = start(&dir, &routes, &clusters);
 
     for prefix in ["/ring", "/maglev"] {

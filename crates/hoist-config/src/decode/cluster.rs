@@ -253,7 +253,10 @@ fn maglev_lb_config(cluster: &mut Message) -> Result<LbPolicy> {
 }
 
 fn is_prime(n: u64) -> bool {
-    n >= 2 && (2..).take_while(|d| d * d <= n).all(|d| !n.is_multiple_of(d))
+    n >= 2
+        && (2..)
+            .take_while(|d| d * d <= n)
+            .all(|d| !n.is_multiple_of(d))
 }
 
 /// `envoy.config.cluster.v3.OutlierDetection`: consecutive 5xx and consecutive gateway

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use crate::model::{
     Cluster, ClusterSpecifier, ForwardAction, HashPolicy, HashSource, HostRewrite, Listener,
-    RetryPolicy, RouteAction, DEFAULT_ROUTE_TIMEOUT,
+    RegexRewrite, RetryPolicy, RouteAction, DEFAULT_ROUTE_TIMEOUT,
 };
 use crate::reader::{Node, Result};
 use crate::ConfigError;
@@ -59,7 +59,6 @@ pub(crate) fn forward_action(node: &Node) -> Result<ForwardAction> {
         "inline_cluster_specifier_plugin",
         "cluster_not_found_response_code",
         "metadata_match",
-        "regex_rewrite",
         "path_rewrite_policy",
         "path_mutation",
         "append_x_forwarded_host",
@@ -99,6 +98,13 @@ pub(crate) fn forward_action(node: &Node) -> Result<ForwardAction> {
             }
             ClusterSpecifier::Header(name)
         }
+    };
+    let regex_rewrite = match m.field("regex_rewrite")? {
+        Some(n) if m.has("prefix_rewrite") => {
+            return Err(n.error("only one of prefix_rewrite and regex_rewrite may be set"))
+        }
+        Some(n) => Some(regex_rewrite(&n)?),
+        None => None,
     };
     let prefix_rewrite = match m.field("prefix_rewrite")? {
         Some(n) => Some(header_value(&n)?),
@@ -144,9 +150,71 @@ pub(crate) fn forward_action(node: &Node) -> Result<ForwardAction> {
         timeout,
         retry_policy,
         hash_policy,
+        regex_rewrite,
+        include_attempt_count: false,
+        include_attempt_count_in_response: false,
     })
 }
 
+/// `RegexMatchAndSubstitute`: `pattern` (a RegexMatcher, unanchored here: every match is
+/// replaced, as RE2's GlobalReplace) and `substitution` (`\1`..`\9` insert groups).
+fn regex_rewrite(node: &Node) -> Result<RegexRewrite> {
+    let mut m = node.message()?;
+    let mut p = m.required("pattern")?.message()?;
+    if let Some(engine) = p.field("google_re2")? {
+        let mut e = engine.message()?;
+        e.unsupported(&["max_program_size"])?;
+        e.finish()?;
+    }
+    let regex_node = p.required("regex")?;
+    let pattern = regex_node.string()?;
+    if pattern.is_empty() {
+        return Err(regex_node.error("must not be empty"));
+    }
+    p.finish()?;
+    let compiled = regex::RegexBuilder::new(&pattern)
+        .size_limit(super::route_match::REGEX_SIZE_LIMIT)
+        .build()
+        .map_err(|e| {
+            regex_node.error(format!(
+                "invalid regex \"{pattern}\": {}",
+                super::route_match::regex_reason(&e)
+            ))
+        })?;
+    let sub_node = m.required("substitution")?;
+    let substitution = re2_substitution(&sub_node.string()?, compiled.captures_len())
+        .map_err(|e| sub_node.error(e))?;
+    m.finish()?;
+    Ok(RegexRewrite {
+        pattern: compiled,
+        substitution,
+    })
+}
+
+/// RE2's rewrite string in the regex crate's syntax: `\N` a group (which must exist), `\\` a
+/// backslash; `$` is literal in RE2, so it is escaped.
+fn re2_substitution(s: &str, groups: usize) -> std::result::Result<String, String> {
+    let mut out = String::with_capacity(s.len());
+    let mut chars = s.chars();
+    while let Some(c) = chars.next() {
+        match c {
+            '\\' => match chars.next() {
+                Some('\\') => out.push('\\'),
+                Some(d) if d.is_ascii_digit() => {
+                    let n = d as usize - '0' as usize;
+                    if n >= groups {
+                        return Err(format!("\\{n} names a group the pattern does not have"));
+                    }
+                    out.push_str(&format!("${{{n}}}"));
+                }
+                _ => return Err("a backslash must be followed by a digit or a backslash".into()),
+            },
+            '$' => out.push_str("$$"),
+            c => out.push(c),
+        }
+    }
+    Ok(out)
+}
 /// `RouteAction.HashPolicy`: one source of the request's hash.
 fn hash_policy(node: &Node) -> Result<HashPolicy> {
     let mut m = node.message()?;
@@ -386,6 +454,36 @@ mod tests {
         );
         let err = decode(json!({"weighted_clusters": {"clusters": [{"name": "a"}]}})).unwrap_err();
         assert!(err.contains("sum of the weights"), "{err}");
+    }
+
+    #[test]
+    fn regex_rewrite_substitutes_groups() {
+        let a = decode(json!({"cluster": "a", "regex_rewrite": {
+            "pattern": {"google_re2": {}, "regex": "^/service/([^/]+)(/.*)$"},
+            "substitution": "\\2/instance/\\1$"}}))
+        .unwrap();
+        let r = a.regex_rewrite.unwrap();
+        assert_eq!(
+            r.pattern
+                .replace_all("/service/foo/v1/api", r.substitution.as_str()),
+            "/v1/api/instance/foo$"
+        );
+        let err = decode(json!({"cluster": "a", "regex_rewrite": {
+            "pattern": {"regex": "(a)"}, "substitution": "\\2"}}))
+        .unwrap_err();
+        assert!(
+            err.contains("regex_rewrite.substitution: \\2 names a group"),
+            "{err}"
+        );
+        let err = decode(
+            json!({"cluster": "a", "prefix_rewrite": "/", "regex_rewrite": {
+            "pattern": {"regex": "a"}, "substitution": "b"}}),
+        )
+        .unwrap_err();
+        assert!(
+            err.contains("only one of prefix_rewrite and regex_rewrite"),
+            "{err}"
+        );
     }
 
     #[test]

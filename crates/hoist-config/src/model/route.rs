@@ -182,6 +182,26 @@ pub struct ForwardAction {
     pub retry_policy: Option<RetryPolicy>,
     /// `hash_policy`, in order: the hash RING_HASH and MAGLEV clusters place the request by.
     pub hash_policy: Vec<HashPolicy>,
+    /// `regex_rewrite`: the path (not the query) rewritten, every match replaced.
+    pub regex_rewrite: Option<RegexRewrite>,
+    /// The virtual host's `include_request_attempt_count`: x-envoy-attempt-count upstream.
+    pub include_attempt_count: bool,
+    /// The virtual host's `include_attempt_count_in_response`.
+    pub include_attempt_count_in_response: bool,
+}
+
+/// `envoy.type.matcher.v3.RegexMatchAndSubstitute`.
+#[derive(Clone, Debug)]
+pub struct RegexRewrite {
+    pub pattern: regex::Regex,
+    /// In the regex crate's syntax (RE2's `\1` written `${1}`).
+    pub substitution: String,
+}
+
+impl PartialEq for RegexRewrite {
+    fn eq(&self, other: &Self) -> bool {
+        self.pattern.as_str() == other.pattern.as_str() && self.substitution == other.substitution
+    }
 }
 
 /// One `envoy.config.route.v3.RouteAction.HashPolicy`.

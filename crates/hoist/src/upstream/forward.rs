@@ -51,6 +51,8 @@ pub struct Context<'a> {
     pub clusters: &'a WorkerClusters,
     pub conn: &'a ConnInfo,
     pub use_remote_address: bool,
+    /// HCM `via`.
+    pub via: Option<&'a HeaderValue>,
     pub path_match: &'a PathMatch,
 }
 
@@ -58,7 +60,21 @@ pub async fn forward<B: RequestBody>(
     cx: &Context<'_>,
     action: &ForwardAction,
     head: &mut RequestHead,
+    body: Source<'_, B>,
+) -> Result<Forwarded, B::Error> {
+    let mut attempts = 0u32;
+    let mut f = forward_attempts(cx, action, head, body, &mut attempts).await?;
+    super::headers::decorate_response(cx, action, &mut f.head, attempts);
+    Ok(f)
+}
+
+/// `attempts`: tries sent so far (x-envoy-attempt-count).
+async fn forward_attempts<B: RequestBody>(
+    cx: &Context<'_>,
+    action: &ForwardAction,
+    head: &mut RequestHead,
     mut body: Source<'_, B>,
+    attempts: &mut u32,
 ) -> Result<Forwarded, B::Error> {
     let name = match &action.cluster {
         ClusterSpecifier::Cluster(n) => Some(n.clone()),
@@ -126,6 +142,10 @@ pub async fn forward<B: RequestBody>(
                     headers.insert(header::HOST, v);
                 }
             }
+        }
+        *attempts += 1;
+        if action.include_attempt_count {
+            headers.insert("x-envoy-attempt-count", HeaderValue::from(*attempts));
         }
         let per_try = policy.and_then(|p| p.per_try_timeout);
         let result = attempt(

@@ -22,6 +22,23 @@ const HOP_BY_HOP: [&str; 8] = [
 ];
 
 pub fn rewrite_request(cx: &Context<'_>, action: &ForwardAction, head: &mut RequestHead) {
+    if let Some(r) = &action.regex_rewrite {
+        // The path only: the query string is kept as it was.
+        let (path, query) = match head.path.find('?') {
+            Some(i) => head.path.split_at(i),
+            None => (head.path.as_str(), ""),
+        };
+        let rewritten = format!(
+            "{}{query}",
+            r.pattern.replace_all(path, r.substitution.as_str())
+        );
+        if rewritten != head.path {
+            let original = std::mem::replace(&mut head.path, rewritten);
+            if let Ok(v) = HeaderValue::from_str(&original) {
+                head.headers.insert("x-envoy-original-path", v);
+            }
+        }
+    }
     if let Some(rewrite) = &action.prefix_rewrite {
         let matched = match cx.path_match {
             PathMatch::Prefix(p) | PathMatch::PathSeparatedPrefix(p) => Some(p.len()),
@@ -62,11 +79,50 @@ pub fn rewrite_request(cx: &Context<'_>, action: &ForwardAction, head: &mut Requ
     } else if !head.headers.contains_key("x-forwarded-proto") {
         head.headers.insert("x-forwarded-proto", scheme);
     }
-    if let Some(t) = action.timeout {
+    // Envoy: the time the upstream has to answer, the per-try timeout when it is the shorter.
+    let per_try = action.retry_policy.as_ref().and_then(|p| p.per_try_timeout);
+    let expected = match (action.timeout, per_try) {
+        (Some(t), Some(p)) => Some(t.min(p)),
+        (t, p) => t.or(p),
+    };
+    if let Some(t) = expected {
         head.headers.insert(
             "x-envoy-expected-rq-timeout-ms",
             HeaderValue::from(t.as_millis() as u64),
         );
+    }
+    if let Some(via) = cx.via {
+        append_via(&mut head.headers, via);
+    }
+}
+
+/// Envoy's Utility::appendVia: `via` joins an existing value after a comma.
+fn append_via(headers: &mut HeaderMap, via: &HeaderValue) {
+    let joined = match headers.get(header::VIA).map(|v| v.as_bytes()) {
+        Some(prev) if !prev.is_empty() => {
+            HeaderValue::from_bytes(&[prev, b", ", via.as_bytes()].concat()).ok()
+        }
+        _ => Some(via.clone()),
+    };
+    if let Some(v) = joined {
+        headers.insert(header::VIA, v);
+    }
+}
+
+/// The response (from the upstream or a local reply of the router) as it leaves: `via` and
+/// x-envoy-attempt-count when the virtual host asks for it.
+pub fn decorate_response(
+    cx: &Context<'_>,
+    action: &ForwardAction,
+    head: &mut hoist_http::ResponseHead,
+    attempts: u32,
+) {
+    if action.include_attempt_count_in_response && attempts > 0 {
+        head.headers
+            .insert("x-envoy-attempt-count", HeaderValue::from(attempts));
+    }
+    if let Some(via) = cx.via {
+        append_via(&mut head.headers, via);
     }
 }
 

@@ -6,7 +6,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-use super::config;
+use super::{config, config_with};
 use crate::support::{curl, Hoist, TempDir};
 
 /// hoist with one worker (balancer sequences are then exact), a plain listener and an access
@@ -15,6 +15,46 @@ pub fn start(dir: &TempDir, routes: &str, clusters: &str) -> Hoist {
     let log = dir.path("access.log");
     let cfg = dir.write("hoist.yaml", config(routes, clusters, &log, None));
     Hoist::start(&cfg, &["--concurrency", "1"])
+}
+
+/// As start, with extra lines in the connection manager (indented by 10) and the virtual
+/// host (indented by 14).
+pub fn start_with(dir: &TempDir, routes: &str, clusters: &str, hcm: &str, vhost: &str) -> Hoist {
+    let log = dir.path("access.log");
+    let cfg = dir.write(
+        "hoist.yaml",
+        config_with(routes, clusters, &log, hcm, vhost),
+    );
+    Hoist::start(&cfg, &["--concurrency", "1"])
+}
+
+/// Status, response headers (names lower-case; repeated ones joined with ", ") and body.
+pub fn exchange(h: &Hoist, path: &str, extra: &[&str]) -> (u16, HashMap<String, String>, String) {
+    let u = url(h, path);
+    let mut args = vec!["-s", "-i", &u];
+    args.extend_from_slice(extra);
+    let out = curl(&args);
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    let (head, body) = text.split_once("\r\n\r\n").unwrap_or((&text, ""));
+    let mut lines = head.lines();
+    let status = lines
+        .next()
+        .and_then(|l| l.split(' ').nth(1))
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(0);
+    let mut headers: HashMap<String, String> = HashMap::new();
+    for (k, v) in lines.filter_map(|l| l.split_once(':')) {
+        let k = k.trim().to_ascii_lowercase();
+        let v = v.trim();
+        headers
+            .entry(k)
+            .and_modify(|e| {
+                e.push_str(", ");
+                e.push_str(v);
+            })
+            .or_insert_with(|| v.to_owned());
+    }
+    (status, headers, body.to_owned())
 }
 
 pub fn url(h: &Hoist, path: &str) -> String {
