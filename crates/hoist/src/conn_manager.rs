@@ -39,6 +39,7 @@ pub struct HcmRuntime {
     pub use_remote_address: bool,
     /// HCM `via`, checked as a header value at load.
     pub via: Option<HeaderValue>,
+    pub xff_num_trusted_hops: u32,
     pub http2: hoist_config::model::Http2Options,
 }
 
@@ -115,6 +116,7 @@ impl HcmRuntime {
             })?;
         Ok(Arc::new(HcmRuntime {
             via,
+            xff_num_trusted_hops: m.xff_num_trusted_hops,
             stat_prefix: m.stat_prefix.clone(),
             codec_type: m.codec_type,
             router,

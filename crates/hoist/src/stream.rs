@@ -171,6 +171,7 @@ impl HcmWorker {
                         conn,
                         use_remote_address: self.rt.use_remote_address,
                         via: self.rt.via.as_ref(),
+                        xff_num_trusted_hops: self.rt.xff_num_trusted_hops,
                         path_match: route.path_match(),
                     };
                     let source = match buffered.take() {

@@ -8,7 +8,7 @@ mod upstream_support;
 use std::collections::{HashMap, HashSet};
 
 use support::TempDir;
-use upstream_support::client::{origin_of, origins_seen, start};
+use upstream_support::client::{origin_of, origins_seen, start, start_with};
 use upstream_support::{cluster, route, Origin};
 
 #[test]
@@ -81,4 +81,41 @@ fn ring_hash_and_maglev_keep_a_key_on_one_host_and_spread_keys() {
         .collect();
     assert!(cookies.len() >= 2, "{cookies:?}");
     assert_eq!(h.stat("cluster.ring.upstream_rq_5xx"), 0);
+}
+
+#[test]
+fn source_ip_hash_believes_x_forwarded_for_only_as_far_as_the_trusted_hops() {
+    let dir = TempDir::new("up-hash-xff");
+    let origins = [Origin::start("a"), Origin::start("b"), Origin::start("c")];
+    let endpoints: Vec<(u16, u32)> = origins.iter().map(|o| (o.port, 1)).collect();
+    let clusters = cluster("ring", &endpoints, "    lb_policy: RING_HASH\n");
+    let routes = route(
+        "{prefix: /}",
+        "{cluster: ring, hash_policy: [{connection_properties: {source_ip: true}}]}",
+    );
+    // use_remote_address with one trusted hop: the client is the last address the proxy in
+    // front of hoist appended.
+    let h = start_with(
+        &dir,
+        &routes,
+        &clusters,
+        "          xff_num_trusted_hops: 1\n",
+        "",
+    );
+    let via = |client: &str| format!("x-forwarded-for: 203.0.113.7, {client}");
+    let clients: HashSet<String> = (0..30)
+        .map(|k| origin_of(&h, "/echo", &["-H", &via(&format!("10.0.0.{k}"))]).unwrap())
+        .collect();
+    assert!(clients.len() >= 2, "{clients:?}");
+    for k in [1, 2] {
+        let seen = origins_seen(&h, "/echo", 6, &["-H", &via(&format!("10.0.0.{k}"))]);
+        assert_eq!(seen.len(), 1, "{seen:?}");
+    }
+    // The first address is not trusted: changing it changes nothing.
+    let first = |spoof: &str| {
+        let header = format!("x-forwarded-for: {spoof}, 10.0.0.5");
+        origin_of(&h, "/echo", &["-H", &header]).unwrap()
+    };
+    let placed: HashSet<String> = (0..10).map(|k| first(&format!("198.51.100.{k}"))).collect();
+    assert_eq!(placed.len(), 1, "{placed:?}");
 }

@@ -31,7 +31,6 @@ pub(crate) fn http_connection_manager(mut m: Message) -> Result<HttpConnectionMa
         "access_log_flush_interval",
         "flush_access_log_on_new_request",
         "access_log_options",
-        "xff_num_trusted_hops",
         "original_ip_detection_extensions",
         "early_header_mutation_extensions",
         "internal_address_config",
@@ -110,6 +109,7 @@ pub(crate) fn http_connection_manager(mut m: Message) -> Result<HttpConnectionMa
     )?;
     let use_remote_address = m.bool("use_remote_address", false)?;
     let generate_request_id = m.bool("generate_request_id", true)?;
+    let xff_num_trusted_hops = m.u32("xff_num_trusted_hops", 0, 0..=u32::MAX)?;
     let via = match m.field("via")? {
         Some(n) => {
             let v = header_value(&n)?;
@@ -147,6 +147,7 @@ pub(crate) fn http_connection_manager(mut m: Message) -> Result<HttpConnectionMa
         use_remote_address,
         generate_request_id,
         via,
+        xff_num_trusted_hops,
         http2,
         yaml_path,
     })

@@ -53,6 +53,7 @@ pub struct Context<'a> {
     pub use_remote_address: bool,
     /// HCM `via`.
     pub via: Option<&'a HeaderValue>,
+    pub xff_num_trusted_hops: u32,
     pub path_match: &'a PathMatch,
 }
 
@@ -96,7 +97,13 @@ async fn forward_attempts<B: RequestBody>(
     };
     let cluster = cluster.clone();
     // Hashed on the request as the client sent it, before rewrites (Envoy's order).
-    let hash = super::hash_policy::request_hash(&action.hash_policy, head, cx.conn.remote.ip());
+    let client = super::headers::trusted_client_address(
+        head,
+        cx.conn.remote.ip(),
+        cx.use_remote_address,
+        cx.xff_num_trusted_hops,
+    );
+    let hash = super::hash_policy::request_hash(&action.hash_policy, head, client);
     rewrite_request(cx, action, head);
     let (framing, chunked) = request_framing(head, &body);
     let mut headers = upstream_headers(head);

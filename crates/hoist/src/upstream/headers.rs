@@ -96,6 +96,40 @@ pub fn rewrite_request(cx: &Context<'_>, action: &ForwardAction, head: &mut Requ
     }
 }
 
+/// Envoy's trusted client address (what `connection_properties.source_ip` hashes): with
+/// use_remote_address, the peer, or with N trusted hops the N-th address from the right of
+/// x-forwarded-for as received; without it, the (N+1)-th from the right. Too few addresses,
+/// or one that is not an IP: the peer.
+pub fn trusted_client_address(
+    head: &RequestHead,
+    peer: std::net::IpAddr,
+    use_remote_address: bool,
+    trusted_hops: u32,
+) -> std::net::IpAddr {
+    let from_right = if use_remote_address {
+        if trusted_hops == 0 {
+            return peer.to_canonical();
+        }
+        trusted_hops as usize
+    } else {
+        trusted_hops as usize + 1
+    };
+    let values: Vec<&str> = head
+        .headers
+        .get_all("x-forwarded-for")
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .collect();
+    let mut addresses = values.iter().flat_map(|v| v.split(','));
+    let count = addresses.clone().count();
+    count
+        .checked_sub(from_right)
+        .and_then(|i| addresses.nth(i))
+        .and_then(|a| a.trim().parse::<std::net::IpAddr>().ok())
+        .unwrap_or(peer)
+        .to_canonical()
+}
+
 /// Envoy's Utility::appendVia: `via` joins an existing value after a comma.
 fn append_via(headers: &mut HeaderMap, via: &HeaderValue) {
     let joined = match headers.get(header::VIA).map(|v| v.as_bytes()) {
@@ -188,6 +222,36 @@ pub fn strip_hop_by_hop(h: &mut HeaderMap) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn trusted_client_address_follows_envoys_rules() {
+        let peer: std::net::IpAddr = "192.0.2.9".parse().unwrap();
+        let mut head = RequestHead {
+            method: http::Method::GET,
+            path: "/".into(),
+            version: Version::Http11,
+            authority: None,
+            headers: HeaderMap::new(),
+        };
+        let t = |h: &RequestHead, remote, n| trusted_client_address(h, peer, remote, n).to_string();
+        // No x-forwarded-for: the peer, whatever the settings.
+        assert_eq!(t(&head, false, 0), "192.0.2.9");
+        assert_eq!(t(&head, true, 1), "192.0.2.9");
+        head.headers.insert(
+            "x-forwarded-for",
+            HeaderValue::from_static("10.0.0.1, 10.0.0.2,10.0.0.3"),
+        );
+        assert_eq!(t(&head, true, 0), "192.0.2.9");
+        assert_eq!(t(&head, true, 1), "10.0.0.3");
+        assert_eq!(t(&head, true, 2), "10.0.0.2");
+        assert_eq!(t(&head, true, 4), "192.0.2.9");
+        assert_eq!(t(&head, false, 0), "10.0.0.3");
+        assert_eq!(t(&head, false, 2), "10.0.0.1");
+        assert_eq!(t(&head, false, 3), "192.0.2.9");
+        head.headers
+            .insert("x-forwarded-for", HeaderValue::from_static("junk"));
+        assert_eq!(t(&head, false, 0), "192.0.2.9");
+    }
 
     #[test]
     fn hop_by_hop_and_named_headers_go_cookies_join() {
