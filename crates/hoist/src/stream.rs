@@ -172,6 +172,7 @@ impl HcmWorker {
                         use_remote_address: self.rt.use_remote_address,
                         via: self.rt.via.as_ref(),
                         xff_num_trusted_hops: self.rt.xff_num_trusted_hops,
+                        stream_idle_timeout: self.rt.stream_idle_timeout,
                         path_match: route.path_match(),
                     };
                     let source = match buffered.take() {

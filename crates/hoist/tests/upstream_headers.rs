@@ -59,3 +59,37 @@ fn via_attempt_count_expected_timeout_and_regex_rewrite() {
         "/svc/users/v1/list?x=1"
     );
 }
+
+#[test]
+fn route_idle_timeout_replaces_the_stream_idle_timeout() {
+    let dir = TempDir::new("up-idle");
+    let a = Origin::start("a");
+    let routes = route(
+        "{prefix: /idle/}",
+        "{cluster: web, timeout: 30s, idle_timeout: 0.2s, prefix_rewrite: /}",
+    ) + &route(
+        "{prefix: /off/}",
+        "{cluster: web, timeout: 30s, idle_timeout: 0s, prefix_rewrite: /}",
+    ) + &route("{prefix: /}", "{cluster: web, timeout: 30s}");
+    // The connection manager's stream idle timeout would cut /off/ and / short.
+    let h = start_with(
+        &dir,
+        &routes,
+        &cluster("web", &[(a.port, 1)], ""),
+        "          stream_idle_timeout: 0.2s\n",
+        "",
+    );
+    // No response head within the idle time: Envoy's 408 "stream timeout", flag SI.
+    let (status, _, body) = exchange(&h, "/idle/delay?ms=3000", &[]);
+    assert_eq!((status, body.as_str()), (408, "stream timeout"));
+    let line = upstream_support::client::log_line(&dir, "GET /idle/delay");
+    assert!(line.contains(" 408 SI "), "{line}");
+    // idle_timeout: 0s turns it off for the route: the slow answer comes through.
+    let (status, _, body) = exchange(&h, "/off/delay?ms=600", &[]);
+    assert_eq!((status, body.as_str()), (200, "late"));
+    // Without a route idle_timeout the connection manager's applies.
+    let (status, _, _) = exchange(&h, "/delay?ms=3000", &[]);
+    assert_eq!(status, 408);
+    // A prompt answer is untouched.
+    assert_eq!(exchange(&h, "/idle/echo", &[]).0, 200);
+}

@@ -64,7 +64,6 @@ pub(crate) fn forward_action(node: &Node) -> Result<ForwardAction> {
         "append_x_forwarded_host",
         "host_rewrite_header",
         "host_rewrite_path_regex",
-        "idle_timeout",
         "early_data_policy",
         "retry_policy_typed_config",
         "request_mirror_policies",
@@ -137,6 +136,7 @@ pub(crate) fn forward_action(node: &Node) -> Result<ForwardAction> {
         .iter()
         .map(hash_policy)
         .collect::<Result<Vec<_>>>()?;
+    let idle_timeout = m.opt_duration("idle_timeout")?;
     let timeout = match m.opt_duration("timeout")? {
         None => Some(DEFAULT_ROUTE_TIMEOUT),
         Some(d) if d.is_zero() => None,
@@ -151,6 +151,7 @@ pub(crate) fn forward_action(node: &Node) -> Result<ForwardAction> {
         retry_policy,
         hash_policy,
         regex_rewrite,
+        idle_timeout,
         include_attempt_count: false,
         include_attempt_count_in_response: false,
     })

@@ -184,6 +184,9 @@ pub struct ForwardAction {
     pub hash_policy: Vec<HashPolicy>,
     /// `regex_rewrite`: the path (not the query) rewritten, every match replaced.
     pub regex_rewrite: Option<RegexRewrite>,
+    /// `idle_timeout`: the stream idle timeout for this route, replacing the connection
+    /// manager's stream_idle_timeout. None: not set; Some(zero): `0s`, disabled.
+    pub idle_timeout: Option<Duration>,
     /// The virtual host's `include_request_attempt_count`: x-envoy-attempt-count upstream.
     pub include_attempt_count: bool,
     /// The virtual host's `include_attempt_count_in_response`.

@@ -54,6 +54,8 @@ pub struct Context<'a> {
     /// HCM `via`.
     pub via: Option<&'a HeaderValue>,
     pub xff_num_trusted_hops: u32,
+    /// The connection manager's stream_idle_timeout (a route's idle_timeout replaces it).
+    pub stream_idle_timeout: Option<Duration>,
     pub path_match: &'a PathMatch,
 }
 
@@ -119,6 +121,11 @@ async fn forward_attempts<B: RequestBody>(
         .retry_policy
         .as_ref()
         .filter(|_| !matches!(body, Source::Stream(_)));
+    let idle = match action.idle_timeout {
+        Some(t) if t.is_zero() => None,
+        Some(t) => Some(t),
+        None => cx.stream_idle_timeout,
+    };
     let mut retries_left = policy.map_or(0, |p| p.num_retries);
     let mut retried = 0u32;
     let mut deadline: Option<Instant> = None;
@@ -163,6 +170,7 @@ async fn forward_attempts<B: RequestBody>(
             &mut body,
             action.timeout,
             per_try,
+            idle,
             &mut deadline,
         )
         .await?;
@@ -190,7 +198,14 @@ async fn forward_attempts<B: RequestBody>(
             }
             continue;
         }
-        let mut f = finish(&cluster, rq, result, deadline, &body, request.is_head);
+        let mut f = finish(
+            &cluster,
+            rq,
+            result,
+            (deadline, idle),
+            &body,
+            request.is_head,
+        );
         if retried > 0 {
             if retriable {
                 if let Some(s) = &cluster.stats {
@@ -242,7 +257,7 @@ fn should_retry(p: &RetryPolicy, r: &Attempt) -> bool {
             Failure::Reset | Failure::Malformed | Failure::PerTryTimeout => {
                 p.on_5xx || p.on_gateway_error || p.on_reset
             }
-            Failure::GlobalTimeout | Failure::RequestBody => false,
+            Failure::GlobalTimeout | Failure::StreamIdle | Failure::RequestBody => false,
         },
     }
 }
@@ -273,7 +288,7 @@ fn finish<B>(
     cluster: &Rc<WorkerCluster>,
     rq: ActiveRequest,
     result: Attempt,
-    deadline: Option<Instant>,
+    (deadline, idle): (Option<Instant>, Option<Duration>),
     body: &Source<'_, B>,
     is_head: bool,
 ) -> Forwarded {
@@ -309,6 +324,15 @@ fn finish<B>(
                         &Source::<B>::None,
                     )
                 }
+                // Envoy's HCM: no response started, so a local 408 (its stats are the
+                // connection manager's).
+                Failure::StreamIdle => local(
+                    408,
+                    "stream timeout",
+                    ResponseFlags::STREAM_IDLE_TIMEOUT,
+                    "stream_idle_timeout",
+                    &Source::<B>::None,
+                ),
                 Failure::Malformed => {
                     if let Some(s) = &cluster.stats {
                         s.response(502);
@@ -350,7 +374,7 @@ fn finish<B>(
         Body::Empty
     } else {
         let (tx, stream) = StreamBody::channel(length);
-        tokio::task::spawn_local(pump(upstream, cluster.clone(), rq, tx, deadline));
+        tokio::task::spawn_local(pump(upstream, cluster.clone(), rq, tx, deadline, idle));
         Body::Stream(stream)
     };
     Forwarded {
@@ -374,9 +398,16 @@ async fn pump(
     rq: ActiveRequest,
     tx: hoist_http::body::StreamSender,
     deadline: Option<Instant>,
+    idle: Option<Duration>,
 ) {
     loop {
-        match within(deadline, upstream.h1.read_body_piece()).await {
+        // The stream idle timeout restarts with every piece; the route timeout does not.
+        let idle_end = idle.and_then(|t| Instant::now().checked_add(t));
+        let limit = match (deadline, idle_end) {
+            (Some(d), Some(i)) => Some(d.min(i)),
+            (d, i) => d.or(i),
+        };
+        match within(limit, upstream.h1.read_body_piece()).await {
             Some(Ok(Some(piece))) => {
                 if tx.send(Ok(piece)).await.is_err() {
                     // The client went away: the connection is mid-response, not reusable.
@@ -391,6 +422,15 @@ async fn pump(
             Some(Err(e)) => {
                 let _ = tx
                     .send(Err(std::io::Error::other(format!("upstream: {e}"))))
+                    .await;
+                return;
+            }
+            None if deadline.is_none_or(|d| Instant::now() < d) => {
+                let _ = tx
+                    .send(Err(std::io::Error::new(
+                        std::io::ErrorKind::TimedOut,
+                        "stream idle timeout",
+                    )))
                     .await;
                 return;
             }

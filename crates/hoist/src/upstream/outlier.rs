@@ -253,7 +253,9 @@ pub fn observe(cluster: &ClusterInfo, endpoint: usize, attempt: &Attempt) {
         Attempt::Response { response, .. } => response.status,
         Attempt::Failed { failure, .. } => match failure {
             // A full pool or a failing downstream body says nothing about the host.
-            Failure::Connect(ConnectError::Overflow) | Failure::RequestBody => return,
+            Failure::Connect(ConnectError::Overflow)
+            | Failure::RequestBody
+            | Failure::StreamIdle => return,
             Failure::Connect(_) | Failure::Reset => 503,
             Failure::Malformed => 502,
             Failure::GlobalTimeout | Failure::PerTryTimeout => 504,

@@ -104,3 +104,19 @@ pub fn wait_for_stat(h: &Hoist, name: &str, want: u64) {
         std::thread::sleep(Duration::from_millis(50));
     }
 }
+
+/// The access log line containing `needle` (the log is flushed every second).
+pub fn log_line(dir: &TempDir, needle: &str) -> String {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let text = std::fs::read_to_string(dir.path("access.log")).unwrap_or_default();
+        if let Some(l) = text.lines().find(|l| l.contains(needle)) {
+            return l.to_owned();
+        }
+        assert!(
+            Instant::now() < deadline,
+            "no log line with {needle}:\n{text}"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
