@@ -8,9 +8,9 @@ use super::tls::validation_context;
 use crate::extension::{select, Kind, Slot};
 use crate::model::{
     CircuitBreakers, Cluster, DiscoveryType, DnsLookupFamily, Endpoint, HealthCheck,
-    HttpHealthCheck, LbPolicy, OutlierDetection, UpstreamTlsContext, DEFAULT_CONNECT_TIMEOUT,
-    DEFAULT_MAGLEV_TABLE_SIZE, DEFAULT_MIN_RING_SIZE, DEFAULT_UPSTREAM_IDLE_TIMEOUT,
-    MAX_MAGLEV_TABLE_SIZE, MAX_RING_SIZE,
+    HttpHealthCheck, LbPolicy, OutlierDetection, RetryBudget, UpstreamTlsContext,
+    DEFAULT_CONNECT_TIMEOUT, DEFAULT_MAGLEV_TABLE_SIZE, DEFAULT_MIN_RING_SIZE,
+    DEFAULT_UPSTREAM_IDLE_TIMEOUT, MAX_MAGLEV_TABLE_SIZE, MAX_RING_SIZE,
 };
 use crate::reader::{Message, Node, Result};
 
@@ -346,7 +346,7 @@ fn circuit_breakers(node: &Node) -> Result<CircuitBreakers> {
     let mut out = CircuitBreakers::default();
     for t in m.list("thresholds")? {
         let mut th = t.message()?;
-        th.unsupported(&["track_remaining", "max_connection_pools", "retry_budget"])?;
+        th.unsupported(&["track_remaining", "max_connection_pools"])?;
         let high = th.enumeration("priority", &["DEFAULT", "HIGH"])? == Some(1);
         let d = CircuitBreakers::default();
         let b = CircuitBreakers {
@@ -358,6 +358,10 @@ fn circuit_breakers(node: &Node) -> Result<CircuitBreakers> {
             )?,
             max_requests: th.u32("max_requests", d.max_requests, 0..=u32::MAX)?,
             max_retries: th.u32("max_retries", d.max_retries, 0..=u32::MAX)?,
+            retry_budget: th
+                .field("retry_budget")?
+                .map(|n| retry_budget(&n))
+                .transpose()?,
         };
         th.finish()?;
         if !high {
@@ -366,6 +370,41 @@ fn circuit_breakers(node: &Node) -> Result<CircuitBreakers> {
     }
     m.finish()?;
     Ok(out)
+}
+
+/// `CircuitBreakers.Thresholds.RetryBudget`: `budget_percent` (an `envoy.type.v3.Percent`,
+/// 0..=100) and `min_retry_concurrency`.
+fn retry_budget(node: &Node) -> Result<RetryBudget> {
+    let mut m = node.message()?;
+    let d = RetryBudget::default();
+    let budget_basis_points = match m.field("budget_percent")? {
+        None => d.budget_basis_points,
+        Some(n) => {
+            let mut p = n.message()?;
+            let v = match p.field("value")? {
+                None => 0.0,
+                Some(v) => v
+                    .value()
+                    .as_f64()
+                    .ok_or_else(|| v.error("expected a number"))?,
+            };
+            p.finish()?;
+            if !(0.0..=100.0).contains(&v) {
+                return Err(n.error(format!("{v} is not a percentage (0..=100)")));
+            }
+            (v * 100.0).round() as u32
+        }
+    };
+    let min_retry_concurrency = m.u32(
+        "min_retry_concurrency",
+        d.min_retry_concurrency,
+        0..=u32::MAX,
+    )?;
+    m.finish()?;
+    Ok(RetryBudget {
+        budget_basis_points,
+        min_retry_concurrency,
+    })
 }
 
 fn health_check(node: &Node) -> Result<HealthCheck> {
@@ -676,6 +715,27 @@ mod tests {
         assert_eq!(c[0].circuit_breakers.max_requests, 2);
         assert_eq!(c[0].circuit_breakers.max_connections, 1);
         assert_eq!(c[0].circuit_breakers.max_pending_requests, 1024);
+        assert_eq!(c[0].circuit_breakers.retry_budget, None);
+        let c = decode(
+            json!([{"name": "a", "load_assignment": endpoint("127.0.0.1", 1),
+            "circuit_breakers": {"thresholds": [{"retry_budget": {}},
+                {"priority": "HIGH", "retry_budget": {"budget_percent": {"value": 12.5},
+                    "min_retry_concurrency": 1}}]}}]),
+        )
+        .unwrap();
+        assert_eq!(
+            c[0].circuit_breakers.retry_budget,
+            Some(RetryBudget::default())
+        );
+        let err = decode(
+            json!([{"name": "a", "load_assignment": endpoint("127.0.0.1", 1),
+            "circuit_breakers": {"thresholds": [{"retry_budget": {"budget_percent": {"value": 101}}}]}}]),
+        )
+        .unwrap_err();
+        assert!(
+            err.contains("retry_budget.budget_percent: 101 is not a percentage"),
+            "{err}"
+        );
         let c = decode(
             json!([{"name": "a", "load_assignment": endpoint("127.0.0.1", 1),
             "health_checks": [{"timeout": "1s", "interval": "5s", "unhealthy_threshold": 3,

@@ -77,6 +77,27 @@ pub struct CircuitBreakers {
     pub max_pending_requests: u32,
     pub max_requests: u32,
     pub max_retries: u32,
+    /// `retry_budget`: when set, it replaces max_retries.
+    pub retry_budget: Option<RetryBudget>,
+}
+
+/// `circuit_breakers.thresholds[].retry_budget`: active retries may be this share of the
+/// active and pending requests, and at least `min_retry_concurrency`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RetryBudget {
+    /// `budget_percent.value` in hundredths of a percent (default 20 %: 2000).
+    pub budget_basis_points: u32,
+    /// Default 3.
+    pub min_retry_concurrency: u32,
+}
+
+impl Default for RetryBudget {
+    fn default() -> Self {
+        RetryBudget {
+            budget_basis_points: 2000,
+            min_retry_concurrency: 3,
+        }
+    }
 }
 
 impl Default for CircuitBreakers {
@@ -87,6 +108,7 @@ impl Default for CircuitBreakers {
             max_pending_requests: 1024,
             max_requests: 1024,
             max_retries: 3,
+            retry_budget: None,
         }
     }
 }

@@ -180,7 +180,7 @@ async fn forward_attempts<B: RequestBody>(
         let may_retry =
             retriable && retries_left > 0 && deadline.is_none_or(|d| Instant::now() < d);
         let res = &cluster.info.resources;
-        if may_retry && !Resources::try_acquire(&res.retries, cluster.info.limits.max_retries) {
+        if may_retry && !Resources::try_acquire(&res.retries, cluster.info.retry_limit()) {
             if let Some(s) = &cluster.stats {
                 s.upstream_rq_retry_overflow.inc();
             }

@@ -156,6 +156,22 @@ pub struct ClusterInfo {
 }
 
 impl ClusterInfo {
+    /// How many retries may be active now: max_retries, or with a retry budget its share of
+    /// the active and pending requests (at least min_retry_concurrency), as Envoy.
+    pub fn retry_limit(&self) -> u32 {
+        match self.limits.retry_budget {
+            None => self.limits.max_retries,
+            Some(b) => {
+                let r = &self.resources;
+                let active = r.requests.load(Ordering::Relaxed) + r.pending.load(Ordering::Relaxed);
+                let share = active.saturating_mul(u64::from(b.budget_basis_points)) / 10_000;
+                u32::try_from(share)
+                    .unwrap_or(u32::MAX)
+                    .max(b.min_retry_concurrency)
+            }
+        }
+    }
+
     /// membership_healthy: hosts that pass their checks and are not ejected.
     pub fn available_count(&self) -> u64 {
         self.endpoints.iter().filter(|e| e.available()).count() as u64
