@@ -28,7 +28,8 @@ fn retry_budget_replaces_max_retries() {
             &[(a.port, 1)],
             "    circuit_breakers: {thresholds: [{max_retries: 0, retry_budget: {}}]}\n",
         );
-    let retry = "retry_policy: {retry_on: 5xx, num_retries: 2, retry_back_off: {base_interval: 0.001s}}";
+    let retry =
+        "retry_policy: {retry_on: 5xx, num_retries: 2, retry_back_off: {base_interval: 0.001s}}";
     let routes = ["full", "half", "floor", "defaults"]
         .iter()
         .map(|c| {

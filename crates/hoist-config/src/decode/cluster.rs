@@ -10,7 +10,8 @@ use crate::model::{
     CircuitBreakers, Cluster, DiscoveryType, DnsLookupFamily, Endpoint, HealthCheck,
     HttpHealthCheck, LbPolicy, OutlierDetection, RetryBudget, UpstreamTlsContext,
     DEFAULT_CONNECT_TIMEOUT, DEFAULT_MAGLEV_TABLE_SIZE, DEFAULT_MIN_RING_SIZE,
-    DEFAULT_UPSTREAM_IDLE_TIMEOUT, MAX_MAGLEV_TABLE_SIZE, MAX_RING_SIZE,
+    DEFAULT_OVERPROVISIONING_FACTOR, DEFAULT_UPSTREAM_IDLE_TIMEOUT, MAX_MAGLEV_TABLE_SIZE,
+    MAX_RING_SIZE,
 };
 use crate::reader::{Message, Node, Result};
 
@@ -179,7 +180,7 @@ fn cluster(node: &Node) -> Result<Cluster> {
         .map(|n| outlier_detection(&n))
         .transpose()?;
     let assignment = m.required("load_assignment")?;
-    let endpoints = load_assignment(&assignment, discovery)?;
+    let (endpoints, overprovisioning_factor) = load_assignment(&assignment, discovery)?;
     let tls = match m.field("transport_socket")? {
         Some(n) => transport_socket(&n)?,
         None => None,
@@ -191,6 +192,7 @@ fn cluster(node: &Node) -> Result<Cluster> {
         connect_timeout,
         dns_lookup_family,
         endpoints,
+        overprovisioning_factor,
         lb_policy,
         idle_timeout,
         max_requests_per_connection,
@@ -499,22 +501,40 @@ fn health_check(node: &Node) -> Result<HealthCheck> {
     })
 }
 
-/// `envoy.config.endpoint.v3.ClusterLoadAssignment`: the endpoints, in order.
-fn load_assignment(node: &Node, discovery: DiscoveryType) -> Result<Vec<Endpoint>> {
+/// `envoy.config.endpoint.v3.ClusterLoadAssignment`: the endpoints, in order, with their
+/// priorities, and the overprovisioning factor.
+fn load_assignment(node: &Node, discovery: DiscoveryType) -> Result<(Vec<Endpoint>, u32)> {
     let mut m = node.message()?;
-    m.unsupported(&["named_endpoints", "policy"])?;
+    m.unsupported(&["named_endpoints"])?;
     m.string("cluster_name")?;
+    let mut overprovisioning_factor = DEFAULT_OVERPROVISIONING_FACTOR;
+    if let Some(p) = m.field("policy")? {
+        let mut p = p.message()?;
+        p.unsupported(&[
+            "drop_overloads",
+            "endpoint_stale_after",
+            "weighted_priority_health",
+        ])?;
+        overprovisioning_factor = p.u32(
+            "overprovisioning_factor",
+            DEFAULT_OVERPROVISIONING_FACTOR,
+            1..=u32::MAX,
+        )?;
+        p.finish()?;
+    }
     let mut endpoints = Vec::new();
+    let mut priorities = Vec::new();
     for locality in m.list("endpoints")? {
         let mut l = locality.message()?;
         l.unsupported(&[
             "locality",
             "metadata",
             "load_balancing_weight",
-            "priority",
             "proximity",
             "leds_cluster_locality_config",
         ])?;
+        let priority = l.u32("priority", 0, 0..=u32::MAX)?;
+        priorities.push(priority);
         for lb in l.list("lb_endpoints")? {
             let mut e = lb.message()?;
             e.unsupported(&["endpoint_name", "health_status", "metadata"])?;
@@ -523,6 +543,7 @@ fn load_assignment(node: &Node, discovery: DiscoveryType) -> Result<Vec<Endpoint
             endpoint.unsupported(&["health_check_config", "hostname", "additional_addresses"])?;
             let mut address = socket_address(&endpoint.required("address")?, discovery)?;
             address.weight = weight;
+            address.priority = priority;
             endpoints.push(address);
             endpoint.finish()?;
             e.finish()?;
@@ -532,8 +553,17 @@ fn load_assignment(node: &Node, discovery: DiscoveryType) -> Result<Vec<Endpoint
     if endpoints.is_empty() {
         return Err(m.error("no endpoint: a cluster needs at least one"));
     }
+    // Envoy: priorities run from 0 without a gap.
+    priorities.sort_unstable();
+    priorities.dedup();
+    if let Some(missing) = (0..).zip(&priorities).find(|(want, got)| *want != **got) {
+        return Err(m.error(format!(
+            "endpoints skip priority {}: priorities must run from 0 without a gap",
+            missing.0
+        )));
+    }
     m.finish()?;
-    Ok(endpoints)
+    Ok((endpoints, overprovisioning_factor))
 }
 
 /// An `Address` with a TCP `socket_address`; a host name is allowed for the DNS types.
@@ -572,6 +602,7 @@ fn socket_address(node: &Node, discovery: DiscoveryType) -> Result<Endpoint> {
         host: bare,
         port: u16::try_from(port).map_err(|_| port_node.error("port out of range"))?,
         weight: 1,
+        priority: 0,
     })
 }
 
@@ -695,6 +726,7 @@ mod tests {
                 host: "127.0.0.1".into(),
                 port: 8443,
                 weight: 1,
+                priority: 0,
             }]
         );
         assert!(c[0].tls.is_none());
@@ -869,6 +901,35 @@ mod tests {
             .unwrap_err();
             assert!(err.contains("clusters[0].outlier_detection"), "{err}");
         }
+    }
+
+    #[test]
+    fn priorities_and_overprovisioning() {
+        let one = |port: u16, priority: u32| {
+            json!({"priority": priority, "lb_endpoints": [{"endpoint": {"address": {
+                "socket_address": {"address": "127.0.0.1", "port_value": port}}}}]})
+        };
+        let c = decode(json!([{"name": "a", "load_assignment": {
+            "endpoints": [one(1, 0), one(2, 1)], "policy": {"overprovisioning_factor": 200}}}]))
+        .unwrap();
+        assert_eq!(
+            c[0].endpoints
+                .iter()
+                .map(|e| e.priority)
+                .collect::<Vec<_>>(),
+            [0, 1]
+        );
+        assert_eq!(c[0].overprovisioning_factor, 200);
+        let err = decode(json!([{"name": "a", "load_assignment": {
+            "endpoints": [one(1, 0), one(2, 2)]}}]))
+        .unwrap_err();
+        assert!(err.contains("skip priority 1"), "{err}");
+        let c =
+            decode(json!([{"name": "a", "load_assignment": endpoint("127.0.0.1", 1)}])).unwrap();
+        assert_eq!(
+            c[0].overprovisioning_factor,
+            DEFAULT_OVERPROVISIONING_FACTOR
+        );
     }
 
     #[test]

@@ -143,7 +143,13 @@ pub struct Endpoint {
     pub port: u16,
     /// `lb_endpoints[].load_balancing_weight` (1..), default 1.
     pub weight: u32,
+    /// The locality's `priority`: 0 is used first; the next level takes the load the ones
+    /// above cannot.
+    pub priority: u32,
 }
+
+/// `load_assignment.policy.overprovisioning_factor`'s default (1.4, in percent).
+pub const DEFAULT_OVERPROVISIONING_FACTOR: u32 = 140;
 
 /// `lb_policy`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
@@ -194,6 +200,8 @@ pub struct Cluster {
     pub dns_lookup_family: DnsLookupFamily,
     /// In configuration order (filters that need one endpoint take the first).
     pub endpoints: Vec<Endpoint>,
+    /// `load_assignment.policy.overprovisioning_factor` (percent; default 140).
+    pub overprovisioning_factor: u32,
     pub lb_policy: LbPolicy,
     /// `common_http_protocol_options.idle_timeout` (default 1 h); None: `0s`, never.
     pub idle_timeout: Option<Duration>,

@@ -32,11 +32,16 @@ impl LbState {
         if n == 1 {
             return Some(0);
         }
-        // Envoy's panic threshold (50 %): with fewer healthy hosts than that, all hosts take
-        // traffic, rather than overloading the few left.
-        let healthy = cluster.endpoints.iter().filter(|e| e.available()).count();
-        let all = healthy * 2 < n;
-        let usable = |i: usize| all || cluster.endpoints.get(i).is_some_and(|e| e.available());
+        // Envoy's priority levels and panic threshold (50 %): a level with too few healthy
+        // hosts has all of its hosts take traffic, rather than overloading the few left.
+        let dice = hash.unwrap_or_else(crate::request_id::random_u64);
+        let (level, panic) = super::priority::choose(cluster, dice);
+        let usable = |i: usize| {
+            cluster
+                .endpoints
+                .get(i)
+                .is_some_and(|e| e.priority == level && (panic || e.available()))
+        };
         match cluster.lb_policy {
             LbPolicy::RoundRobin => self.round_robin(cluster, &usable),
             LbPolicy::Random => weighted_random(cluster, &usable),

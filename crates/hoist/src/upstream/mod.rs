@@ -13,6 +13,7 @@ pub mod health;
 mod lb;
 pub mod outlier;
 mod pool;
+mod priority;
 mod reply;
 mod stats;
 mod xxhash;
@@ -45,6 +46,8 @@ pub struct EndpointInfo {
     pub healthy: AtomicBool,
     /// Outlier detection's counters and ejection flag.
     pub outlier: outlier::HostMonitor,
+    /// The locality's priority (0 first).
+    pub priority: u32,
 }
 
 impl EndpointInfo {
@@ -151,6 +154,10 @@ pub struct ClusterInfo {
     pub family: DnsLookupFamily,
     pub tls: Option<UpstreamTls>,
     pub outlier: Option<outlier::Detector>,
+    /// Priority levels (the highest endpoint priority + 1).
+    pub priorities: u32,
+    /// `load_assignment.policy.overprovisioning_factor`, in percent.
+    pub overprovisioning_factor: u32,
     /// RING_HASH's ring or MAGLEV's table, shared by the workers.
     pub hash_table: Option<hash_lb::HashTable>,
 }
@@ -216,6 +223,7 @@ impl ClusterManager {
                     // Envoy: a host must pass its first check before it counts as healthy.
                     healthy: AtomicBool::new(c.health_check.is_none()),
                     outlier: outlier::HostMonitor::default(),
+                    priority: e.priority,
                 })
                 .collect();
             let hash_table = match c.lb_policy {
@@ -246,6 +254,13 @@ impl ClusterManager {
                 resolve: c.discovery != DiscoveryType::Static,
                 family: c.dns_lookup_family,
                 tls,
+                priorities: c
+                    .endpoints
+                    .iter()
+                    .map(|e| e.priority + 1)
+                    .max()
+                    .unwrap_or(1),
+                overprovisioning_factor: c.overprovisioning_factor,
                 hash_table,
                 outlier: c
                     .outlier_detection
@@ -288,7 +303,10 @@ impl ClusterManager {
                 s.push_str(&format!(
                     "{host}::region::\n{host}::zone::\n{host}::sub_zone::\n"
                 ));
-                s.push_str(&format!("{host}::canary::false\n{host}::priority::0\n"));
+                s.push_str(&format!(
+                    "{host}::canary::false\n{host}::priority::{}\n",
+                    e.priority
+                ));
                 s.push_str(&format!(
                     "{host}::success_rate::-1\n{host}::local_origin_success_rate::-1\n"
                 ));
@@ -321,6 +339,7 @@ impl ClusterManager {
                             "stats": stats,
                             "health_status": health_status(e),
                             "weight": e.weight,
+                            "priority": e.priority,
                         })
                     })
                     .collect();
@@ -363,6 +382,7 @@ pub(crate) mod testing {
                     stats: Default::default(),
                     healthy: std::sync::atomic::AtomicBool::new(true),
                     outlier: Default::default(),
+                    priority: 0,
                 })
                 .collect(),
             lb_policy: policy,
@@ -377,6 +397,8 @@ pub(crate) mod testing {
             tls: None,
             outlier: None,
             hash_table: None,
+            priorities: 1,
+            overprovisioning_factor: 140,
         }
     }
 }

@@ -68,6 +68,19 @@ pub fn cluster(name: &str, endpoints: &[(u16, u32)], extra: &str) -> String {
     )
 }
 
+/// As cluster, with each endpoint in a locality of its priority: `(port, priority)`.
+pub fn cluster_by_priority(name: &str, endpoints: &[(u16, u32)], extra: &str) -> String {
+    let mut e = String::new();
+    for (port, priority) in endpoints {
+        e.push_str(&format!(
+            "      - priority: {priority}\n        lb_endpoints:\n        - endpoint: {{address: {{socket_address: {{address: 127.0.0.1, port_value: {port}}}}}}}\n"
+        ));
+    }
+    format!(
+        "  - name: {name}\n{extra}    load_assignment:\n      cluster_name: {name}\n      endpoints:\n{e}"
+    )
+}
+
 /// A connection manager with `routes` (YAML list items indented by 8), an access log to
 /// `log`, use_remote_address; `extra` lines are indented by 10.
 fn hcm(routes: &str, log: &Path, extra: &str) -> String {
