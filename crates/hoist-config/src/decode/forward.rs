@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use crate::model::{
     Cluster, ClusterSpecifier, ForwardAction, HashPolicy, HashSource, HostRewrite, Listener,
-    RegexRewrite, RetryPolicy, RouteAction, DEFAULT_ROUTE_TIMEOUT,
+    MirrorPolicy, RegexRewrite, RetryPolicy, RouteAction, DEFAULT_ROUTE_TIMEOUT,
 };
 use crate::reader::{Node, Result};
 use crate::ConfigError;
@@ -41,6 +41,14 @@ pub(crate) fn check_clusters(listeners: &[Listener], clusters: &[Cluster]) -> Re
                     .map(|(i, (name, _))| (format!("weighted_clusters.clusters[{i}].name"), name)),
                 ClusterSpecifier::Header(_) => None,
             };
+            let missing = missing.or_else(|| {
+                action
+                    .request_mirror_policies
+                    .iter()
+                    .enumerate()
+                    .find(|(_, p)| !known(&p.cluster))
+                    .map(|(i, p)| (format!("request_mirror_policies[{i}].cluster"), &p.cluster))
+            });
             if let Some((field, name)) = missing {
                 return Err(ConfigError::new(
                     format!("{}.route.{field}", route.yaml_path),
@@ -66,7 +74,6 @@ pub(crate) fn forward_action(node: &Node) -> Result<ForwardAction> {
         "host_rewrite_path_regex",
         "early_data_policy",
         "retry_policy_typed_config",
-        "request_mirror_policies",
         "priority",
         "rate_limits",
         "include_vh_rate_limits",
@@ -102,7 +109,7 @@ pub(crate) fn forward_action(node: &Node) -> Result<ForwardAction> {
         Some(n) if m.has("prefix_rewrite") => {
             return Err(n.error("only one of prefix_rewrite and regex_rewrite may be set"))
         }
-        Some(n) => Some(regex_rewrite(&n)?),
+        Some(n) => Some(Box::new(regex_rewrite(&n)?)),
         None => None,
     };
     let prefix_rewrite = match m.field("prefix_rewrite")? {
@@ -129,7 +136,7 @@ pub(crate) fn forward_action(node: &Node) -> Result<ForwardAction> {
     };
     let retry_policy = m
         .field("retry_policy")?
-        .map(|n| retry_policy(&n))
+        .map(|n| retry_policy(&n).map(Box::new))
         .transpose()?;
     let hash_policy = m
         .list("hash_policy")?
@@ -137,6 +144,11 @@ pub(crate) fn forward_action(node: &Node) -> Result<ForwardAction> {
         .map(hash_policy)
         .collect::<Result<Vec<_>>>()?;
     let idle_timeout = m.opt_duration("idle_timeout")?;
+    let request_mirror_policies = m
+        .list("request_mirror_policies")?
+        .iter()
+        .map(mirror_policy)
+        .collect::<Result<Vec<_>>>()?;
     let timeout = match m.opt_duration("timeout")? {
         None => Some(DEFAULT_ROUTE_TIMEOUT),
         Some(d) if d.is_zero() => None,
@@ -152,6 +164,7 @@ pub(crate) fn forward_action(node: &Node) -> Result<ForwardAction> {
         hash_policy,
         regex_rewrite,
         idle_timeout,
+        request_mirror_policies,
         include_attempt_count: false,
         include_attempt_count_in_response: false,
     })
@@ -216,6 +229,43 @@ fn re2_substitution(s: &str, groups: usize) -> std::result::Result<String, Strin
     }
     Ok(out)
 }
+/// `RouteAction.RequestMirrorPolicy`: `cluster` (`cluster_header` not supported),
+/// `runtime_fraction` (its default_value; there is no runtime to override it),
+/// `disable_shadow_host_suffix_append`.
+fn mirror_policy(node: &Node) -> Result<MirrorPolicy> {
+    let mut m = node.message()?;
+    m.unsupported(&["cluster_header", "trace_sampled"])?;
+    let cluster = m.required_string("cluster")?;
+    if cluster.is_empty() {
+        return Err(m.error("cluster must not be empty"));
+    }
+    let mut parts_per_million = 1_000_000;
+    if let Some(f) = m.field("runtime_fraction")? {
+        let mut f = f.message()?;
+        f.string("runtime_key")?;
+        if let Some(d) = f.field("default_value")? {
+            let mut d = d.message()?;
+            let numerator = u64::from(d.u32("numerator", 0, 0..=u32::MAX)?);
+            let per = match d.enumeration("denominator", &["HUNDRED", "TEN_THOUSAND", "MILLION"])? {
+                None | Some(0) => 10_000,
+                Some(1) => 100,
+                _ => 1,
+            };
+            // Envoy caps a numerator above its denominator at 100 %.
+            parts_per_million = (numerator * per).min(1_000_000) as u32;
+            d.finish()?;
+        }
+        f.finish()?;
+    }
+    let keep_host = m.bool("disable_shadow_host_suffix_append", false)?;
+    m.finish()?;
+    Ok(MirrorPolicy {
+        cluster,
+        parts_per_million,
+        keep_host,
+    })
+}
+
 /// `RouteAction.HashPolicy`: one source of the request's hash.
 fn hash_policy(node: &Node) -> Result<HashPolicy> {
     let mut m = node.message()?;
@@ -455,6 +505,38 @@ mod tests {
         );
         let err = decode(json!({"weighted_clusters": {"clusters": [{"name": "a"}]}})).unwrap_err();
         assert!(err.contains("sum of the weights"), "{err}");
+    }
+
+    #[test]
+    fn mirror_policies_and_their_fraction() {
+        let a = decode(json!({"cluster": "a", "request_mirror_policies": [
+            {"cluster": "shadow"},
+            {"cluster": "s2", "disable_shadow_host_suffix_append": true,
+             "runtime_fraction": {"default_value": {"numerator": 25, "denominator": "TEN_THOUSAND"},
+                "runtime_key": "k"}}]}))
+        .unwrap();
+        assert_eq!(
+            a.request_mirror_policies,
+            vec![
+                MirrorPolicy {
+                    cluster: "shadow".into(),
+                    parts_per_million: 1_000_000,
+                    keep_host: false
+                },
+                MirrorPolicy {
+                    cluster: "s2".into(),
+                    parts_per_million: 2_500,
+                    keep_host: true
+                },
+            ]
+        );
+        let err =
+            decode(json!({"cluster": "a", "request_mirror_policies": [{"cluster_header": "x"}]}))
+                .unwrap_err();
+        assert!(
+            err.contains("request_mirror_policies[0]: field \"cluster_header\""),
+            "{err}"
+        );
     }
 
     #[test]

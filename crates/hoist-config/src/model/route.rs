@@ -179,14 +179,17 @@ pub struct ForwardAction {
     pub host_rewrite: HostRewrite,
     /// `timeout`; None: `0s`, no timeout.
     pub timeout: Option<Duration>,
-    pub retry_policy: Option<RetryPolicy>,
+    /// Boxed, as regex_rewrite: most routes have neither, and the route action stays small.
+    pub retry_policy: Option<Box<RetryPolicy>>,
     /// `hash_policy`, in order: the hash RING_HASH and MAGLEV clusters place the request by.
     pub hash_policy: Vec<HashPolicy>,
     /// `regex_rewrite`: the path (not the query) rewritten, every match replaced.
-    pub regex_rewrite: Option<RegexRewrite>,
+    pub regex_rewrite: Option<Box<RegexRewrite>>,
     /// `idle_timeout`: the stream idle timeout for this route, replacing the connection
     /// manager's stream_idle_timeout. None: not set; Some(zero): `0s`, disabled.
     pub idle_timeout: Option<Duration>,
+    /// `request_mirror_policies`: shadow copies of the request, answers discarded.
+    pub request_mirror_policies: Vec<MirrorPolicy>,
     /// The virtual host's `include_request_attempt_count`: x-envoy-attempt-count upstream.
     pub include_attempt_count: bool,
     /// The virtual host's `include_attempt_count_in_response`.
@@ -205,6 +208,16 @@ impl PartialEq for RegexRewrite {
     fn eq(&self, other: &Self) -> bool {
         self.pattern.as_str() == other.pattern.as_str() && self.substitution == other.substitution
     }
+}
+
+/// One `RouteAction.RequestMirrorPolicy`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct MirrorPolicy {
+    pub cluster: String,
+    /// `runtime_fraction.default_value` in parts per million (default: all, 1000000).
+    pub parts_per_million: u32,
+    /// `disable_shadow_host_suffix_append`: keep the host as it is.
+    pub keep_host: bool,
 }
 
 /// One `envoy.config.route.v3.RouteAction.HashPolicy`.

@@ -116,6 +116,21 @@ async fn forward_attempts<B: RequestBody>(
         chunked,
         is_head: head.method == http::Method::HEAD,
     };
+    if !action.request_mirror_policies.is_empty() {
+        let whole = match &body {
+            Source::None => Some(None),
+            Source::Buffered(b) => Some(Some(b.clone())),
+            Source::Stream(_) => None,
+        };
+        super::mirror::spawn(
+            cx.clusters,
+            &action.request_mirror_policies,
+            &request,
+            &headers,
+            whole,
+            action.timeout,
+        );
+    }
     // A streamed body cannot be sent twice: retries need it whole (or absent).
     let policy = action
         .retry_policy

@@ -11,6 +11,7 @@ pub mod hash_policy;
 mod headers;
 pub mod health;
 mod lb;
+mod mirror;
 pub mod outlier;
 mod pool;
 mod priority;
