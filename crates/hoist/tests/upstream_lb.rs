@@ -119,3 +119,35 @@ fn source_ip_hash_believes_x_forwarded_for_only_as_far_as_the_trusted_hops() {
     let placed: HashSet<String> = (0..10).map(|k| first(&format!("198.51.100.{k}"))).collect();
     assert_eq!(placed.len(), 1, "{placed:?}");
 }
+
+#[test]
+fn a_host_that_fails_its_health_checks_takes_only_its_own_keys_away() {
+    let dir = TempDir::new("up-hash-hc");
+    let (a, c) = (Origin::start("a"), Origin::start("c"));
+    let b = Origin::start("b");
+    let endpoints = [(a.port, 1), (b.port, 1), (c.port, 1)];
+    let clusters = cluster(
+        "ring",
+        &endpoints,
+        "    lb_policy: RING_HASH\n    health_checks:\n    - {timeout: 1s, interval: 0.1s, unhealthy_threshold: 1, healthy_threshold: 1, tcp_health_check: {}}\n",
+    );
+    let routes = route(
+        "{prefix: /}",
+        "{cluster: ring, hash_policy: [{header: {header_name: x-user}}]}",
+    );
+    let h = start(&dir, &routes, &clusters);
+    upstream_support::client::wait_for_stat(&h, "cluster.ring.membership_healthy", 3);
+    let place = |k: usize| origin_of(&h, "/echo", &["-H", &format!("x-user: u{k}")]).unwrap();
+    let before: Vec<String> = (0..45).map(place).collect();
+    assert!(before.iter().any(|o| o == "b"), "{before:?}");
+    drop(b);
+    upstream_support::client::wait_for_stat(&h, "cluster.ring.membership_healthy", 2);
+    for (k, was) in before.iter().enumerate() {
+        let now = place(k);
+        if was == "b" {
+            assert_ne!(now, "b");
+        } else {
+            assert_eq!(&now, was, "key u{k} moved off a host that stayed");
+        }
+    }
+}
