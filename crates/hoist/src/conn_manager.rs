@@ -266,6 +266,7 @@ impl HcmRuntime {
             response
                 .headers
                 .insert(header::SERVER, self.server_name.clone());
+            self.append_via(&mut response);
         } else {
             self.finalize(&mut response);
         }
@@ -338,12 +339,20 @@ impl HcmRuntime {
         }
     }
 
-    /// The headers every response gets: date and server.
+    /// The headers every response gets: date, server, and via when configured.
     pub fn finalize(&self, head: &mut ResponseHead) {
         head.headers.insert(header::DATE, date_header());
         if !(self.server_header_append_if_absent && head.headers.contains_key(header::SERVER)) {
             head.headers
                 .insert(header::SERVER, self.server_name.clone());
+        }
+        self.append_via(head);
+    }
+
+    /// HCM `via`, on every response as Envoy does.
+    fn append_via(&self, head: &mut ResponseHead) {
+        if let Some(via) = &self.via {
+            crate::upstream::append_via(&mut head.headers, via);
         }
     }
 }

@@ -14,7 +14,10 @@ use upstream_support::{cluster, route, Origin};
 fn via_attempt_count_expected_timeout_and_regex_rewrite() {
     let dir = TempDir::new("up-headers");
     let a = Origin::start("a");
-    let routes = route(
+    let routes = route("{prefix: /direct}", "{cluster: web}").replace(
+        "route: {cluster: web}",
+        "direct_response: {status: 200, body: {inline_string: ok}}",
+    ) + &route(
         "{prefix: /svc/}",
         r#"{cluster: web, regex_rewrite: {pattern: {google_re2: {}, regex: "^/svc/([^/]+)/(.*)$"}, substitution: "/\\2/of/\\1"}}"#,
     ) + &route(
@@ -38,6 +41,11 @@ fn via_attempt_count_expected_timeout_and_regex_rewrite() {
     assert_eq!(sent["x-envoy-expected-rq-timeout-ms"], "3000");
     assert_eq!(headers["via"], "hoist-test");
     assert_eq!(headers["x-envoy-attempt-count"], "1");
+    // Every response gets via, a direct response too (and no attempt count: nothing was
+    // forwarded).
+    let (status, headers, _) = exchange(&h, "/direct", &[]);
+    assert_eq!((status, headers["via"].as_str()), (200, "hoist-test"));
+    assert!(!headers.contains_key("x-envoy-attempt-count"));
 
     // Three tries (a 503 each): the count the client sees is the last try's.
     let (status, headers, _) = exchange(&h, "/retry?code=503", &[]);

@@ -67,7 +67,7 @@ pub async fn forward<B: RequestBody>(
 ) -> Result<Forwarded, B::Error> {
     let mut attempts = 0u32;
     let mut f = forward_attempts(cx, action, head, body, &mut attempts).await?;
-    super::headers::decorate_response(cx, action, &mut f.head, attempts);
+    super::headers::decorate_response(action, &mut f.head, attempts);
     Ok(f)
 }
 

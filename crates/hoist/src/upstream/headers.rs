@@ -131,7 +131,7 @@ pub fn trusted_client_address(
 }
 
 /// Envoy's Utility::appendVia: `via` joins an existing value after a comma.
-fn append_via(headers: &mut HeaderMap, via: &HeaderValue) {
+pub fn append_via(headers: &mut HeaderMap, via: &HeaderValue) {
     let joined = match headers.get(header::VIA).map(|v| v.as_bytes()) {
         Some(prev) if !prev.is_empty() => {
             HeaderValue::from_bytes(&[prev, b", ", via.as_bytes()].concat()).ok()
@@ -143,10 +143,10 @@ fn append_via(headers: &mut HeaderMap, via: &HeaderValue) {
     }
 }
 
-/// The response (from the upstream or a local reply of the router) as it leaves: `via` and
-/// x-envoy-attempt-count when the virtual host asks for it.
+/// The response (from the upstream or a local reply of the router) as it leaves the router:
+/// x-envoy-attempt-count when the virtual host asks for it (`via` is the connection
+/// manager's, on every response).
 pub fn decorate_response(
-    cx: &Context<'_>,
     action: &ForwardAction,
     head: &mut hoist_http::ResponseHead,
     attempts: u32,
@@ -154,9 +154,6 @@ pub fn decorate_response(
     if action.include_attempt_count_in_response && attempts > 0 {
         head.headers
             .insert("x-envoy-attempt-count", HeaderValue::from(attempts));
-    }
-    if let Some(via) = cx.via {
-        append_via(&mut head.headers, via);
     }
 }
 

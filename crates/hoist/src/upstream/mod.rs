@@ -31,6 +31,7 @@ use hoist_config::ConfigError;
 use hoist_stats::Store;
 use hoist_tls::client::UpstreamTls;
 
+pub use headers::append_via;
 pub use pool::WorkerClusters;
 
 /// One endpoint of a cluster as configured.
