@@ -210,6 +210,18 @@ impl PartialEq for RegexRewrite {
     }
 }
 
+impl ForwardAction {
+    /// The stream idle timeout of a request on this route: its own `idle_timeout` (`0s`:
+    /// none), else the connection manager's.
+    pub fn stream_idle_timeout(&self, hcm: Option<Duration>) -> Option<Duration> {
+        match self.idle_timeout {
+            Some(t) if t.is_zero() => None,
+            Some(t) => Some(t),
+            None => hcm,
+        }
+    }
+}
+
 /// One `RouteAction.RequestMirrorPolicy`.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct MirrorPolicy {

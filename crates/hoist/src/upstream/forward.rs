@@ -98,14 +98,7 @@ async fn forward_attempts<B: RequestBody>(
         ));
     };
     let cluster = cluster.clone();
-    // Hashed on the request as the client sent it, before rewrites (Envoy's order).
-    let client = super::headers::trusted_client_address(
-        head,
-        cx.conn.remote.ip(),
-        cx.use_remote_address,
-        cx.xff_num_trusted_hops,
-    );
-    let hash = super::hash_policy::request_hash(&action.hash_policy, head, client);
+    let hash = super::hash_policy::for_request(cx, action, head);
     rewrite_request(cx, action, head);
     let (framing, chunked) = request_framing(head, &body);
     let mut headers = upstream_headers(head);
@@ -116,31 +109,13 @@ async fn forward_attempts<B: RequestBody>(
         chunked,
         is_head: head.method == http::Method::HEAD,
     };
-    if !action.request_mirror_policies.is_empty() {
-        let whole = match &body {
-            Source::None => Some(None),
-            Source::Buffered(b) => Some(Some(b.clone())),
-            Source::Stream(_) => None,
-        };
-        super::mirror::spawn(
-            cx.clusters,
-            &action.request_mirror_policies,
-            &request,
-            &headers,
-            whole,
-            action.timeout,
-        );
-    }
+    super::mirror::spawn(cx.clusters, action, &request, &headers, &body);
     // A streamed body cannot be sent twice: retries need it whole (or absent).
     let policy = action
         .retry_policy
         .as_ref()
         .filter(|_| !matches!(body, Source::Stream(_)));
-    let idle = match action.idle_timeout {
-        Some(t) if t.is_zero() => None,
-        Some(t) => Some(t),
-        None => cx.stream_idle_timeout,
-    };
+    let idle = action.stream_idle_timeout(cx.stream_idle_timeout);
     let mut retries_left = policy.map_or(0, |p| p.num_retries);
     let mut retried = 0u32;
     let mut deadline: Option<Instant> = None;

@@ -9,6 +9,25 @@ use hoist_http::RequestHead;
 
 use super::xxhash::xxh64;
 
+/// The hash of a request on its way through a route, computed on the request as the client
+/// sent it, before rewrites (Envoy's order).
+pub fn for_request(
+    cx: &super::forward::Context<'_>,
+    action: &hoist_config::model::ForwardAction,
+    head: &RequestHead,
+) -> Option<u64> {
+    if action.hash_policy.is_empty() {
+        return None;
+    }
+    let client = super::headers::trusted_client_address(
+        head,
+        cx.conn.remote.ip(),
+        cx.use_remote_address,
+        cx.xff_num_trusted_hops,
+    );
+    request_hash(&action.hash_policy, head, client)
+}
+
 /// None when no policy applies (no policy, or none of their sources is in the request).
 pub fn request_hash(policies: &[HashPolicy], head: &RequestHead, source: IpAddr) -> Option<u64> {
     let mut hash: Option<u64> = None;

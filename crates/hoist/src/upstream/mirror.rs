@@ -8,26 +8,32 @@ use std::rc::Rc;
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
-use hoist_config::model::MirrorPolicy;
+use hoist_config::model::ForwardAction;
 use http::header::{self, HeaderMap, HeaderValue};
 
 use super::attempt::{attempt, Attempt, Failure, NoBody, Request};
 use super::forward::Source;
 use super::pool::{WorkerCluster, WorkerClusters};
 
-/// Starts a shadow request for each policy whose fraction this request falls in. `body`:
-/// None when the body is streamed (no shadow then).
-pub fn spawn(
+/// Starts a shadow request for each of the route's mirror policies whose fraction this
+/// request falls in (none when the body is streamed).
+pub fn spawn<B>(
     clusters: &WorkerClusters,
-    policies: &[MirrorPolicy],
+    action: &ForwardAction,
     request: &Request,
     headers: &HeaderMap,
-    body: Option<Option<Bytes>>,
-    timeout: Option<Duration>,
+    body: &Source<'_, B>,
 ) {
-    let Some(body) = body else {
+    let policies = &action.request_mirror_policies;
+    if policies.is_empty() {
         return;
+    }
+    let body = match body {
+        Source::None => None,
+        Source::Buffered(b) => Some(b.clone()),
+        Source::Stream(_) => return,
     };
+    let timeout = action.timeout;
     for p in policies {
         if crate::request_id::random_u64() % 1_000_000 >= u64::from(p.parts_per_million) {
             continue;
