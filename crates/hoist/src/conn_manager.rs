@@ -3,6 +3,7 @@
 //! response headers. The codec drivers (http1.rs, http2.rs) own the I/O, the stats and the
 //! access log around it.
 
+use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -337,6 +338,19 @@ impl HcmRuntime {
             upstream_host: None,
             upstream_cluster: None,
         }
+    }
+
+    /// The downstream address as Envoy's connection manager settles it (what
+    /// %DOWNSTREAM_REMOTE_ADDRESS% and the filters see): the peer, or the trusted client
+    /// address x-forwarded-for gives under use_remote_address / xff_num_trusted_hops, with
+    /// port 0 as Envoy prints it.
+    pub fn downstream_remote(&self, head: &RequestHead, conn: &ConnInfo) -> SocketAddr {
+        crate::upstream::trusted_client_address(
+            head,
+            self.use_remote_address,
+            self.xff_num_trusted_hops,
+        )
+        .map_or(conn.remote, |ip| SocketAddr::new(ip, 0))
     }
 
     /// The headers every response gets: date, server, and via when configured.

@@ -108,7 +108,7 @@ impl HcmWorker {
             Routing::Reply(_) => (None, false, &[][..], &[][..]),
         };
         let info = StreamInfo {
-            downstream_remote: conn.remote,
+            downstream_remote: self.rt.downstream_remote(head, conn),
             downstream_local: conn.local,
             tls: conn.tls.as_ref(),
             connection_id: conn.id,
@@ -264,7 +264,9 @@ impl HcmWorker {
     ) {
         if let Some((filters, state)) = filters {
             let info = StreamInfo {
-                downstream_remote: r.conn.remote,
+                downstream_remote: r
+                    .head
+                    .map_or(r.conn.remote, |h| self.rt.downstream_remote(h, r.conn)),
                 downstream_local: r.conn.local,
                 tls: r.conn.tls.as_ref(),
                 connection_id: r.conn.id,
@@ -301,7 +303,10 @@ impl HcmWorker {
             response_flags: r.reply.flags,
             bytes_received: r.bytes_received,
             bytes_sent: r.bytes_sent,
-            downstream_remote: Some(r.conn.remote),
+            downstream_remote: Some(
+                r.head
+                    .map_or(r.conn.remote, |h| self.rt.downstream_remote(h, r.conn)),
+            ),
             downstream_direct_remote: Some(r.conn.remote),
             downstream_local: Some(r.conn.local),
             tls: r.conn.tls.as_ref(),

@@ -101,3 +101,74 @@ fn route_idle_timeout_replaces_the_stream_idle_timeout() {
     // A prompt answer is untouched.
     assert_eq!(exchange(&h, "/idle/echo", &[]).0, 200);
 }
+
+#[test]
+fn downstream_remote_address_follows_the_trusted_hops_of_x_forwarded_for() {
+    let dir = TempDir::new("up-xff");
+    let log = dir.path("xff.log");
+    let listener = |name: &str, remote: bool| {
+        format!(
+            r#"  - name: {name}
+    address: {{socket_address: {{address: 127.0.0.1, port_value: 0}}}}
+    filter_chains:
+    - filters:
+      - name: envoy.filters.network.http_connection_manager
+        typed_config:
+          "@type": type.googleapis.com/envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager
+          stat_prefix: {name}
+          use_remote_address: {remote}
+          xff_num_trusted_hops: 1
+          access_log:
+          - name: envoy.access_loggers.file
+            typed_config:
+              "@type": type.googleapis.com/envoy.extensions.access_loggers.file.v3.FileAccessLog
+              path: {log}
+              log_format: {{text_format_source: {{inline_string: "{name} %REQ(:PATH)% %DOWNSTREAM_REMOTE_ADDRESS% %DOWNSTREAM_DIRECT_REMOTE_ADDRESS%\n"}}}}
+          route_config:
+            virtual_hosts:
+            - name: all
+              domains: ["*"]
+              routes:
+              - match: {{prefix: /}}
+                direct_response: {{status: 200, body: {{inline_string: ok}}}}
+          http_filters:
+          - name: envoy.filters.http.router
+            typed_config: {{"@type": type.googleapis.com/envoy.extensions.filters.http.router.v3.Router}}
+"#,
+            log = log.display()
+        )
+    };
+    let cfg = dir.write(
+        "xff.yaml",
+        format!(
+            "static_resources:\n  listeners:\n{}{}",
+            listener("edge", true),
+            listener("inner", false)
+        ),
+    );
+    let h = support::Hoist::start(&cfg, &["--concurrency", "1"]);
+    let xff = "x-forwarded-for: 192.0.2.1, 192.0.2.2, 192.0.2.3";
+    for name in ["edge", "inner"] {
+        let url = format!("http://{}/{name}", h.addr(name));
+        support::curl(&["-H", xff, &url]);
+        support::curl(&[&format!("{url}-none")]);
+    }
+    let line = |needle: &str| {
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        loop {
+            let text = std::fs::read_to_string(&log).unwrap_or_default();
+            if let Some(l) = text.lines().find(|l| l.contains(needle)) {
+                return l.to_owned();
+            }
+            assert!(std::time::Instant::now() < deadline, "{needle}: {text}");
+            std::thread::sleep(std::time::Duration::from_millis(100));
+        }
+    };
+    // use_remote_address with one trusted hop: the last address appended before hoist.
+    assert!(line("edge /edge ").contains(" 192.0.2.3:0 127.0.0.1:"));
+    // Without it, one trusted hop: the second from the right.
+    assert!(line("inner /inner ").contains(" 192.0.2.2:0 127.0.0.1:"));
+    // No x-forwarded-for: the peer.
+    assert!(line("edge /edge-none ").starts_with("edge /edge-none 127.0.0.1:"));
+    assert!(line("inner /inner-none ").starts_with("inner /inner-none 127.0.0.1:"));
+}

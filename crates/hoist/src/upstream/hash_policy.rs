@@ -21,10 +21,10 @@ pub fn for_request(
     }
     let client = super::headers::trusted_client_address(
         head,
-        cx.conn.remote.ip(),
         cx.use_remote_address,
         cx.xff_num_trusted_hops,
-    );
+    )
+    .unwrap_or_else(|| cx.conn.remote.ip().to_canonical());
     request_hash(&action.hash_policy, head, client)
 }
 

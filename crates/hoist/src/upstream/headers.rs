@@ -96,19 +96,18 @@ pub fn rewrite_request(cx: &Context<'_>, action: &ForwardAction, head: &mut Requ
     }
 }
 
-/// Envoy's trusted client address (what `connection_properties.source_ip` hashes): with
-/// use_remote_address, the peer, or with N trusted hops the N-th address from the right of
-/// x-forwarded-for as received; without it, the (N+1)-th from the right. Too few addresses,
-/// or one that is not an IP: the peer.
+/// Envoy's trusted client address, when x-forwarded-for supplies it (None: the peer is the
+/// client). With use_remote_address, the N-th address from the right of x-forwarded-for as
+/// received (N = xff_num_trusted_hops; N = 0: the peer); without it, the (N+1)-th from the
+/// right. Too few addresses, or one that is not an IP: the peer.
 pub fn trusted_client_address(
     head: &RequestHead,
-    peer: std::net::IpAddr,
     use_remote_address: bool,
     trusted_hops: u32,
-) -> std::net::IpAddr {
+) -> Option<std::net::IpAddr> {
     let from_right = if use_remote_address {
         if trusted_hops == 0 {
-            return peer.to_canonical();
+            return None;
         }
         trusted_hops as usize
     } else {
@@ -126,8 +125,7 @@ pub fn trusted_client_address(
         .checked_sub(from_right)
         .and_then(|i| addresses.nth(i))
         .and_then(|a| a.trim().parse::<std::net::IpAddr>().ok())
-        .unwrap_or(peer)
-        .to_canonical()
+        .map(|ip| ip.to_canonical())
 }
 
 /// Envoy's Utility::appendVia: `via` joins an existing value after a comma.
@@ -230,7 +228,11 @@ mod tests {
             authority: None,
             headers: HeaderMap::new(),
         };
-        let t = |h: &RequestHead, remote, n| trusted_client_address(h, peer, remote, n).to_string();
+        let t = |h: &RequestHead, remote, n| {
+            trusted_client_address(h, remote, n)
+                .unwrap_or(peer)
+                .to_string()
+        };
         // No x-forwarded-for: the peer, whatever the settings.
         assert_eq!(t(&head, false, 0), "192.0.2.9");
         assert_eq!(t(&head, true, 1), "192.0.2.9");

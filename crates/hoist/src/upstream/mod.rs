@@ -31,7 +31,7 @@ use hoist_config::ConfigError;
 use hoist_stats::Store;
 use hoist_tls::client::UpstreamTls;
 
-pub use headers::append_via;
+pub use headers::{append_via, trusted_client_address};
 pub use pool::WorkerClusters;
 
 /// One endpoint of a cluster as configured.
