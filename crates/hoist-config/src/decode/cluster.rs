@@ -123,14 +123,17 @@ fn cluster(node: &Node) -> Result<Cluster> {
         Some(d) => d,
         None => DEFAULT_CONNECT_TIMEOUT,
     };
+    // Both are checked whatever the policy (Envoy accepts and ignores the other policy's).
+    let ring_hash = ring_hash_lb_config(&mut m)?;
+    let maglev = maglev_lb_config(&mut m)?;
     let lb_policy = match m.field("lb_policy")? {
         None => LbPolicy::RoundRobin,
         Some(n) => match n.enumeration(&LB_POLICIES)? {
             0 => LbPolicy::RoundRobin,
             1 => LbPolicy::LeastRequest,
             3 => LbPolicy::Random,
-            2 => ring_hash_lb_config(&mut m)?,
-            5 => maglev_lb_config(&mut m)?,
+            2 => ring_hash,
+            5 => maglev,
             i => {
                 return Err(n.error(format!(
                     "lb_policy {} is not supported by hoist yet (ROUND_ROBIN, LEAST_REQUEST, RANDOM, RING_HASH, MAGLEV are)",
