@@ -181,6 +181,11 @@ impl HcmWorker {
                         None => Source::Stream(body),
                     };
                     let f = forward::forward(&cx, action, head, source).await?;
+                    if f.flags
+                        .contains(hoist_http::ResponseFlags::STREAM_IDLE_TIMEOUT)
+                    {
+                        self.stats.rq_idle_timeout.inc();
+                    }
                     body_unread |= f.body_unread;
                     self.rt.forwarded(head, vh, route, conn, f)
                 }

@@ -92,6 +92,7 @@ fn route_idle_timeout_replaces_the_stream_idle_timeout() {
     assert_eq!((status, body.as_str()), (408, "stream timeout"));
     let line = upstream_support::client::log_line(&dir, "GET /idle/delay");
     assert!(line.contains(" 408 SI "), "{line}");
+    assert_eq!(h.stat("http.ingress.downstream_rq_idle_timeout"), 1);
     // idle_timeout: 0s turns it off for the route: the slow answer comes through.
     let (status, _, body) = exchange(&h, "/off/delay?ms=600", &[]);
     assert_eq!((status, body.as_str()), (200, "late"));
