@@ -50,6 +50,10 @@ fn consecutive_5xx_ejects_a_host_until_its_ejection_time_is_over() {
     );
     assert_eq!(h.stat("cluster.web.membership_healthy"), 1);
     let (_, text) = h.admin_get("/clusters");
+    assert!(
+        text.contains("web::outlier::success_rate_average::-1\n"),
+        "{text}"
+    );
     let flags = format!(
         "web::127.0.0.1:{}::health_flags::/failed_outlier_check\n",
         b.port

@@ -286,6 +286,18 @@ impl ClusterManager {
         let mut s = String::new();
         for c in &self.clusters {
             s.push_str(&format!("{0}::observability_name::{0}\n", c.name));
+            if c.outlier.is_some() {
+                // Envoy prints these for a cluster with a detector; -1: no success rate
+                // computed (hoist has no success rate detection).
+                for name in [
+                    "success_rate_average",
+                    "success_rate_ejection_threshold",
+                    "local_origin_success_rate_average",
+                    "local_origin_success_rate_ejection_threshold",
+                ] {
+                    s.push_str(&format!("{}::outlier::{name}::-1\n", c.name));
+                }
+            }
             s.push_str(&format!("{}::added_via_api::false\n", c.name));
             for e in &c.endpoints {
                 let host = format!("{}::{}", c.name, e.label);
