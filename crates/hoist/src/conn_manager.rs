@@ -3,6 +3,7 @@
 //! response headers. The codec drivers (http1.rs, http2.rs) own the I/O, the stats and the
 //! access log around it.
 
+use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -37,6 +38,9 @@ pub struct HcmRuntime {
     pub drain_timeout: Duration,
     pub generate_request_id: bool,
     pub use_remote_address: bool,
+    /// HCM `via`, checked as a header value at load.
+    pub via: Option<HeaderValue>,
+    pub xff_num_trusted_hops: u32,
     pub http2: hoist_config::model::Http2Options,
 }
 
@@ -103,7 +107,17 @@ impl HcmRuntime {
                 "not a valid header value",
             )
         })?;
+        let via = m
+            .via
+            .as_deref()
+            .map(HeaderValue::from_str)
+            .transpose()
+            .map_err(|_| {
+                ConfigError::new(format!("{}.via", m.yaml_path), "not a valid header value")
+            })?;
         Ok(Arc::new(HcmRuntime {
+            via,
+            xff_num_trusted_hops: m.xff_num_trusted_hops,
             stat_prefix: m.stat_prefix.clone(),
             codec_type: m.codec_type,
             router,
@@ -253,6 +267,7 @@ impl HcmRuntime {
             response
                 .headers
                 .insert(header::SERVER, self.server_name.clone());
+            self.append_via(&mut response);
         } else {
             self.finalize(&mut response);
         }
@@ -325,12 +340,33 @@ impl HcmRuntime {
         }
     }
 
-    /// The headers every response gets: date and server.
+    /// The downstream address as Envoy's connection manager settles it (what
+    /// %DOWNSTREAM_REMOTE_ADDRESS% and the filters see): the peer, or the trusted client
+    /// address x-forwarded-for gives under use_remote_address / xff_num_trusted_hops, with
+    /// port 0 as Envoy prints it.
+    pub fn downstream_remote(&self, head: &RequestHead, conn: &ConnInfo) -> SocketAddr {
+        crate::upstream::trusted_client_address(
+            head,
+            self.use_remote_address,
+            self.xff_num_trusted_hops,
+        )
+        .map_or(conn.remote, |ip| SocketAddr::new(ip, 0))
+    }
+
+    /// The headers every response gets: date, server, and via when configured.
     pub fn finalize(&self, head: &mut ResponseHead) {
         head.headers.insert(header::DATE, date_header());
         if !(self.server_header_append_if_absent && head.headers.contains_key(header::SERVER)) {
             head.headers
                 .insert(header::SERVER, self.server_name.clone());
+        }
+        self.append_via(head);
+    }
+
+    /// HCM `via`, on every response as Envoy does.
+    fn append_via(&self, head: &mut ResponseHead) {
+        if let Some(via) = &self.via {
+            crate::upstream::append_via(&mut head.headers, via);
         }
     }
 }

@@ -205,6 +205,7 @@ pub fn run(options: Options) -> ExitCode {
     });
     crate::stats_scope::register_server_stats(&state);
     crate::upstream::health::spawn(&state.clusters);
+    crate::upstream::outlier::spawn(&state.clusters);
 
     let cpus = worker::allowed_cpus();
     let mut workers = Vec::with_capacity(concurrency);

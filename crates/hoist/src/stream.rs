@@ -108,7 +108,7 @@ impl HcmWorker {
             Routing::Reply(_) => (None, false, &[][..], &[][..]),
         };
         let info = StreamInfo {
-            downstream_remote: conn.remote,
+            downstream_remote: self.rt.downstream_remote(head, conn),
             downstream_local: conn.local,
             tls: conn.tls.as_ref(),
             connection_id: conn.id,
@@ -170,6 +170,9 @@ impl HcmWorker {
                         clusters: &self.clusters,
                         conn,
                         use_remote_address: self.rt.use_remote_address,
+                        via: self.rt.via.as_ref(),
+                        xff_num_trusted_hops: self.rt.xff_num_trusted_hops,
+                        stream_idle_timeout: self.rt.stream_idle_timeout,
                         path_match: route.path_match(),
                     };
                     let source = match buffered.take() {
@@ -178,6 +181,11 @@ impl HcmWorker {
                         None => Source::Stream(body),
                     };
                     let f = forward::forward(&cx, action, head, source).await?;
+                    if f.flags
+                        .contains(hoist_http::ResponseFlags::STREAM_IDLE_TIMEOUT)
+                    {
+                        self.stats.rq_idle_timeout.inc();
+                    }
                     body_unread |= f.body_unread;
                     self.rt.forwarded(head, vh, route, conn, f)
                 }
@@ -261,7 +269,9 @@ impl HcmWorker {
     ) {
         if let Some((filters, state)) = filters {
             let info = StreamInfo {
-                downstream_remote: r.conn.remote,
+                downstream_remote: r
+                    .head
+                    .map_or(r.conn.remote, |h| self.rt.downstream_remote(h, r.conn)),
                 downstream_local: r.conn.local,
                 tls: r.conn.tls.as_ref(),
                 connection_id: r.conn.id,
@@ -298,7 +308,10 @@ impl HcmWorker {
             response_flags: r.reply.flags,
             bytes_received: r.bytes_received,
             bytes_sent: r.bytes_sent,
-            downstream_remote: Some(r.conn.remote),
+            downstream_remote: Some(
+                r.head
+                    .map_or(r.conn.remote, |h| self.rt.downstream_remote(h, r.conn)),
+            ),
             downstream_direct_remote: Some(r.conn.remote),
             downstream_local: Some(r.conn.local),
             tls: r.conn.tls.as_ref(),

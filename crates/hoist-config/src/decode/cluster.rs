@@ -8,8 +8,10 @@ use super::tls::validation_context;
 use crate::extension::{select, Kind, Slot};
 use crate::model::{
     CircuitBreakers, Cluster, DiscoveryType, DnsLookupFamily, Endpoint, HealthCheck,
-    HttpHealthCheck, LbPolicy, UpstreamTlsContext, DEFAULT_CONNECT_TIMEOUT,
-    DEFAULT_UPSTREAM_IDLE_TIMEOUT,
+    HttpHealthCheck, LbPolicy, OutlierDetection, RetryBudget, UpstreamTlsContext,
+    DEFAULT_CONNECT_TIMEOUT, DEFAULT_MAGLEV_TABLE_SIZE, DEFAULT_MIN_RING_SIZE,
+    DEFAULT_OVERPROVISIONING_FACTOR, DEFAULT_UPSTREAM_IDLE_TIMEOUT, MAX_MAGLEV_TABLE_SIZE,
+    MAX_RING_SIZE,
 };
 use crate::reader::{Message, Node, Result};
 
@@ -65,8 +67,6 @@ fn cluster(node: &Node) -> Result<Cluster> {
         "eds_cluster_config",
         "per_connection_buffer_limit_bytes",
         "lb_subset_config",
-        "ring_hash_lb_config",
-        "maglev_lb_config",
         "original_dst_lb_config",
         "least_request_lb_config",
         "round_robin_lb_config",
@@ -85,7 +85,6 @@ fn cluster(node: &Node) -> Result<Cluster> {
         "typed_dns_resolver_config",
         "dns_resolvers",
         "wait_for_warm_on_init",
-        "outlier_detection",
         "cleanup_interval",
         "upstream_bind_config",
         "alt_stat_name",
@@ -124,15 +123,20 @@ fn cluster(node: &Node) -> Result<Cluster> {
         Some(d) => d,
         None => DEFAULT_CONNECT_TIMEOUT,
     };
+    // Both are checked whatever the policy (Envoy accepts and ignores the other policy's).
+    let ring_hash = ring_hash_lb_config(&mut m)?;
+    let maglev = maglev_lb_config(&mut m)?;
     let lb_policy = match m.field("lb_policy")? {
         None => LbPolicy::RoundRobin,
         Some(n) => match n.enumeration(&LB_POLICIES)? {
             0 => LbPolicy::RoundRobin,
             1 => LbPolicy::LeastRequest,
             3 => LbPolicy::Random,
+            2 => ring_hash,
+            5 => maglev,
             i => {
                 return Err(n.error(format!(
-                    "lb_policy {} is not supported by hoist yet (ROUND_ROBIN, LEAST_REQUEST, RANDOM are)",
+                    "lb_policy {} is not supported by hoist yet (ROUND_ROBIN, LEAST_REQUEST, RANDOM, RING_HASH, MAGLEV are)",
                     LB_POLICIES.get(i).unwrap_or(&"?")
                 )))
             }
@@ -174,8 +178,12 @@ fn cluster(node: &Node) -> Result<Cluster> {
         [one] => Some(health_check(one)?),
         [_, second, ..] => return Err(second.error("hoist supports one health check per cluster")),
     };
+    let outlier_detection = m
+        .field("outlier_detection")?
+        .map(|n| outlier_detection(&n))
+        .transpose()?;
     let assignment = m.required("load_assignment")?;
-    let endpoints = load_assignment(&assignment, discovery)?;
+    let (endpoints, overprovisioning_factor) = load_assignment(&assignment, discovery)?;
     let tls = match m.field("transport_socket")? {
         Some(n) => transport_socket(&n)?,
         None => None,
@@ -187,14 +195,152 @@ fn cluster(node: &Node) -> Result<Cluster> {
         connect_timeout,
         dns_lookup_family,
         endpoints,
+        overprovisioning_factor,
         lb_policy,
         idle_timeout,
         max_requests_per_connection,
         circuit_breakers,
         health_check,
+        outlier_detection,
         tls,
         yaml_path,
     })
+}
+
+/// `ring_hash_lb_config` of a RING_HASH cluster.
+fn ring_hash_lb_config(cluster: &mut Message) -> Result<LbPolicy> {
+    let (mut min, mut max) = (DEFAULT_MIN_RING_SIZE, MAX_RING_SIZE);
+    if let Some(n) = cluster.field("ring_hash_lb_config")? {
+        let mut m = n.message()?;
+        m.unsupported(&["hash_balance_factor", "use_hostname_for_hashing"])?;
+        if m.enumeration("hash_function", &["XX_HASH", "MURMUR_HASH_2"])? == Some(1) {
+            return Err(m.error("hash_function MURMUR_HASH_2 is not supported by hoist yet"));
+        }
+        let size = |m: &mut Message, name: &str, default: u64| -> Result<u64> {
+            match m.field(name)? {
+                None => Ok(default),
+                Some(n) => match n.u64()? {
+                    v @ 1..=MAX_RING_SIZE => Ok(v),
+                    v => Err(n.error(format!("{v} is out of range 1..={MAX_RING_SIZE}"))),
+                },
+            }
+        };
+        min = size(&mut m, "minimum_ring_size", min)?;
+        max = size(&mut m, "maximum_ring_size", max)?;
+        if min > max {
+            return Err(m.error("minimum_ring_size is greater than maximum_ring_size"));
+        }
+        m.finish()?;
+    }
+    Ok(LbPolicy::RingHash {
+        min_ring_size: min,
+        max_ring_size: max,
+    })
+}
+
+/// `maglev_lb_config` of a MAGLEV cluster: the table size must be a prime (Envoy's rule).
+fn maglev_lb_config(cluster: &mut Message) -> Result<LbPolicy> {
+    let mut table_size = DEFAULT_MAGLEV_TABLE_SIZE;
+    if let Some(n) = cluster.field("maglev_lb_config")? {
+        let mut m = n.message()?;
+        m.unsupported(&["use_hostname_for_hashing"])?;
+        if let Some(t) = m.field("table_size")? {
+            table_size = t.u64()?;
+            if table_size > MAX_MAGLEV_TABLE_SIZE || !is_prime(table_size) {
+                return Err(t.error(format!(
+                    "table_size {table_size} must be a prime number at most {MAX_MAGLEV_TABLE_SIZE}"
+                )));
+            }
+        }
+        m.finish()?;
+    }
+    Ok(LbPolicy::Maglev { table_size })
+}
+
+fn is_prime(n: u64) -> bool {
+    n >= 2
+        && (2..)
+            .take_while(|d| d * d <= n)
+            .all(|d| !n.is_multiple_of(d))
+}
+
+/// `envoy.config.cluster.v3.OutlierDetection`: consecutive 5xx and consecutive gateway
+/// failure. Success rate and failure percentage detection are not implemented: their fields
+/// are refused (Envoy's success rate detector needs 5 hosts with 100 requests each per
+/// interval to act, so configurations that never set them lose nothing below that size).
+fn outlier_detection(node: &Node) -> Result<OutlierDetection> {
+    let mut m = node.message()?;
+    m.unsupported(&[
+        "enforcing_success_rate",
+        "success_rate_minimum_hosts",
+        "success_rate_request_volume",
+        "success_rate_stdev_factor",
+        "consecutive_local_origin_failure",
+        "enforcing_consecutive_local_origin_failure",
+        "enforcing_local_origin_success_rate",
+        "failure_percentage_threshold",
+        "enforcing_failure_percentage",
+        "enforcing_failure_percentage_local_origin",
+        "failure_percentage_minimum_hosts",
+        "failure_percentage_request_volume",
+        "max_ejection_time_jitter",
+        "monitors",
+        "detect_degraded_hosts",
+    ])?;
+    if let Some(n) = m.field("split_external_local_origin_errors")? {
+        if n.bool()? {
+            return Err(
+                n.error("split_external_local_origin_errors: true is not supported by hoist yet")
+            );
+        }
+    }
+    let d = OutlierDetection::default();
+    let positive = |m: &mut Message, name: &str, default| -> Result<std::time::Duration> {
+        match m.field(name)? {
+            None => Ok(default),
+            Some(n) => {
+                let v = n.duration()?;
+                if v.is_zero() {
+                    return Err(n.error(format!("{name} must be greater than 0s")));
+                }
+                Ok(v)
+            }
+        }
+    };
+    let interval = positive(&mut m, "interval", d.interval)?;
+    let base_ejection_time = positive(&mut m, "base_ejection_time", d.base_ejection_time)?;
+    // Envoy: the cap never goes below the base time.
+    let max_ejection_time =
+        positive(&mut m, "max_ejection_time", d.max_ejection_time)?.max(base_ejection_time);
+    let out = OutlierDetection {
+        consecutive_5xx: m.u32("consecutive_5xx", d.consecutive_5xx, 0..=u32::MAX)?,
+        consecutive_gateway_failure: m.u32(
+            "consecutive_gateway_failure",
+            d.consecutive_gateway_failure,
+            0..=u32::MAX,
+        )?,
+        enforcing_consecutive_5xx: m.u32(
+            "enforcing_consecutive_5xx",
+            d.enforcing_consecutive_5xx,
+            0..=100,
+        )?,
+        enforcing_consecutive_gateway_failure: m.u32(
+            "enforcing_consecutive_gateway_failure",
+            d.enforcing_consecutive_gateway_failure,
+            0..=100,
+        )?,
+        interval,
+        base_ejection_time,
+        max_ejection_time,
+        max_ejection_percent: m.u32("max_ejection_percent", d.max_ejection_percent, 0..=100)?,
+        always_eject_one_host: m.bool("always_eject_one_host", d.always_eject_one_host)?,
+        successful_active_health_check_uneject_host: m.bool(
+            "successful_active_health_check_uneject_host",
+            d.successful_active_health_check_uneject_host,
+        )?,
+    };
+    m.finish()?;
+    Ok(out)
 }
 
 /// `envoy.config.cluster.v3.CircuitBreakers`: the DEFAULT priority's thresholds are the ones
@@ -205,7 +351,7 @@ fn circuit_breakers(node: &Node) -> Result<CircuitBreakers> {
     let mut out = CircuitBreakers::default();
     for t in m.list("thresholds")? {
         let mut th = t.message()?;
-        th.unsupported(&["track_remaining", "max_connection_pools", "retry_budget"])?;
+        th.unsupported(&["track_remaining", "max_connection_pools"])?;
         let high = th.enumeration("priority", &["DEFAULT", "HIGH"])? == Some(1);
         let d = CircuitBreakers::default();
         let b = CircuitBreakers {
@@ -217,6 +363,10 @@ fn circuit_breakers(node: &Node) -> Result<CircuitBreakers> {
             )?,
             max_requests: th.u32("max_requests", d.max_requests, 0..=u32::MAX)?,
             max_retries: th.u32("max_retries", d.max_retries, 0..=u32::MAX)?,
+            retry_budget: th
+                .field("retry_budget")?
+                .map(|n| retry_budget(&n))
+                .transpose()?,
         };
         th.finish()?;
         if !high {
@@ -225,6 +375,41 @@ fn circuit_breakers(node: &Node) -> Result<CircuitBreakers> {
     }
     m.finish()?;
     Ok(out)
+}
+
+/// `CircuitBreakers.Thresholds.RetryBudget`: `budget_percent` (an `envoy.type.v3.Percent`,
+/// 0..=100) and `min_retry_concurrency`.
+fn retry_budget(node: &Node) -> Result<RetryBudget> {
+    let mut m = node.message()?;
+    let d = RetryBudget::default();
+    let budget_basis_points = match m.field("budget_percent")? {
+        None => d.budget_basis_points,
+        Some(n) => {
+            let mut p = n.message()?;
+            let v = match p.field("value")? {
+                None => 0.0,
+                Some(v) => v
+                    .value()
+                    .as_f64()
+                    .ok_or_else(|| v.error("expected a number"))?,
+            };
+            p.finish()?;
+            if !(0.0..=100.0).contains(&v) {
+                return Err(n.error(format!("{v} is not a percentage (0..=100)")));
+            }
+            (v * 100.0).round() as u32
+        }
+    };
+    let min_retry_concurrency = m.u32(
+        "min_retry_concurrency",
+        d.min_retry_concurrency,
+        0..=u32::MAX,
+    )?;
+    m.finish()?;
+    Ok(RetryBudget {
+        budget_basis_points,
+        min_retry_concurrency,
+    })
 }
 
 fn health_check(node: &Node) -> Result<HealthCheck> {
@@ -319,22 +504,40 @@ fn health_check(node: &Node) -> Result<HealthCheck> {
     })
 }
 
-/// `envoy.config.endpoint.v3.ClusterLoadAssignment`: the endpoints, in order.
-fn load_assignment(node: &Node, discovery: DiscoveryType) -> Result<Vec<Endpoint>> {
+/// `envoy.config.endpoint.v3.ClusterLoadAssignment`: the endpoints, in order, with their
+/// priorities, and the overprovisioning factor.
+fn load_assignment(node: &Node, discovery: DiscoveryType) -> Result<(Vec<Endpoint>, u32)> {
     let mut m = node.message()?;
-    m.unsupported(&["named_endpoints", "policy"])?;
+    m.unsupported(&["named_endpoints"])?;
     m.string("cluster_name")?;
+    let mut overprovisioning_factor = DEFAULT_OVERPROVISIONING_FACTOR;
+    if let Some(p) = m.field("policy")? {
+        let mut p = p.message()?;
+        p.unsupported(&[
+            "drop_overloads",
+            "endpoint_stale_after",
+            "weighted_priority_health",
+        ])?;
+        overprovisioning_factor = p.u32(
+            "overprovisioning_factor",
+            DEFAULT_OVERPROVISIONING_FACTOR,
+            1..=u32::MAX,
+        )?;
+        p.finish()?;
+    }
     let mut endpoints = Vec::new();
+    let mut priorities = Vec::new();
     for locality in m.list("endpoints")? {
         let mut l = locality.message()?;
         l.unsupported(&[
             "locality",
             "metadata",
             "load_balancing_weight",
-            "priority",
             "proximity",
             "leds_cluster_locality_config",
         ])?;
+        let priority = l.u32("priority", 0, 0..=u32::MAX)?;
+        priorities.push(priority);
         for lb in l.list("lb_endpoints")? {
             let mut e = lb.message()?;
             e.unsupported(&["endpoint_name", "health_status", "metadata"])?;
@@ -343,6 +546,7 @@ fn load_assignment(node: &Node, discovery: DiscoveryType) -> Result<Vec<Endpoint
             endpoint.unsupported(&["health_check_config", "hostname", "additional_addresses"])?;
             let mut address = socket_address(&endpoint.required("address")?, discovery)?;
             address.weight = weight;
+            address.priority = priority;
             endpoints.push(address);
             endpoint.finish()?;
             e.finish()?;
@@ -352,8 +556,17 @@ fn load_assignment(node: &Node, discovery: DiscoveryType) -> Result<Vec<Endpoint
     if endpoints.is_empty() {
         return Err(m.error("no endpoint: a cluster needs at least one"));
     }
+    // Envoy: priorities run from 0 without a gap.
+    priorities.sort_unstable();
+    priorities.dedup();
+    if let Some(missing) = (0..).zip(&priorities).find(|(want, got)| *want != **got) {
+        return Err(m.error(format!(
+            "endpoints skip priority {}: priorities must run from 0 without a gap",
+            missing.0
+        )));
+    }
     m.finish()?;
-    Ok(endpoints)
+    Ok((endpoints, overprovisioning_factor))
 }
 
 /// An `Address` with a TCP `socket_address`; a host name is allowed for the DNS types.
@@ -392,6 +605,7 @@ fn socket_address(node: &Node, discovery: DiscoveryType) -> Result<Endpoint> {
         host: bare,
         port: u16::try_from(port).map_err(|_| port_node.error("port out of range"))?,
         weight: 1,
+        priority: 0,
     })
 }
 
@@ -515,6 +729,7 @@ mod tests {
                 host: "127.0.0.1".into(),
                 port: 8443,
                 weight: 1,
+                priority: 0,
             }]
         );
         assert!(c[0].tls.is_none());
@@ -535,6 +750,27 @@ mod tests {
         assert_eq!(c[0].circuit_breakers.max_requests, 2);
         assert_eq!(c[0].circuit_breakers.max_connections, 1);
         assert_eq!(c[0].circuit_breakers.max_pending_requests, 1024);
+        assert_eq!(c[0].circuit_breakers.retry_budget, None);
+        let c = decode(
+            json!([{"name": "a", "load_assignment": endpoint("127.0.0.1", 1),
+            "circuit_breakers": {"thresholds": [{"retry_budget": {}},
+                {"priority": "HIGH", "retry_budget": {"budget_percent": {"value": 12.5},
+                    "min_retry_concurrency": 1}}]}}]),
+        )
+        .unwrap();
+        assert_eq!(
+            c[0].circuit_breakers.retry_budget,
+            Some(RetryBudget::default())
+        );
+        let err = decode(
+            json!([{"name": "a", "load_assignment": endpoint("127.0.0.1", 1),
+            "circuit_breakers": {"thresholds": [{"retry_budget": {"budget_percent": {"value": 101}}}]}}]),
+        )
+        .unwrap_err();
+        assert!(
+            err.contains("retry_budget.budget_percent: 101 is not a percentage"),
+            "{err}"
+        );
         let c = decode(
             json!([{"name": "a", "load_assignment": endpoint("127.0.0.1", 1),
             "health_checks": [{"timeout": "1s", "interval": "5s", "unhealthy_threshold": 3,
@@ -582,13 +818,121 @@ mod tests {
             "load_assignment": endpoint("127.0.0.1", 1)}]))
         .unwrap();
         assert_eq!(c[0].lb_policy, LbPolicy::Random);
+        let c = decode(json!([{"name": "a", "lb_policy": "MAGLEV",
+            "load_assignment": endpoint("127.0.0.1", 1)}]))
+        .unwrap();
+        assert_eq!(c[0].lb_policy, LbPolicy::Maglev { table_size: 65537 });
+        let c = decode(json!([{"name": "a", "lb_policy": "MAGLEV",
+            "maglev_lb_config": {"table_size": 251},
+            "load_assignment": endpoint("127.0.0.1", 1)}]))
+        .unwrap();
+        assert_eq!(c[0].lb_policy, LbPolicy::Maglev { table_size: 251 });
         let err = decode(json!([{"name": "a", "lb_policy": "MAGLEV",
+            "maglev_lb_config": {"table_size": 1000},
             "load_assignment": endpoint("127.0.0.1", 1)}]))
         .unwrap_err();
-        assert!(err.contains("lb_policy MAGLEV is not supported"), "{err}");
+        assert!(
+            err.contains("maglev_lb_config.table_size: table_size 1000 must be a prime"),
+            "{err}"
+        );
+        let c = decode(json!([{"name": "a", "lb_policy": "RING_HASH",
+            "ring_hash_lb_config": {"minimum_ring_size": 64, "hash_function": "XX_HASH"},
+            "load_assignment": endpoint("127.0.0.1", 1)}]))
+        .unwrap();
+        assert_eq!(
+            c[0].lb_policy,
+            LbPolicy::RingHash {
+                min_ring_size: 64,
+                max_ring_size: MAX_RING_SIZE
+            }
+        );
+        let err = decode(json!([{"name": "a", "lb_policy": "RING_HASH",
+            "ring_hash_lb_config": {"hash_function": "MURMUR_HASH_2"},
+            "load_assignment": endpoint("127.0.0.1", 1)}]))
+        .unwrap_err();
+        assert!(err.contains("MURMUR_HASH_2"), "{err}");
+        let err = decode(json!([{"name": "a", "lb_policy": "CLUSTER_PROVIDED",
+            "load_assignment": endpoint("127.0.0.1", 1)}]))
+        .unwrap_err();
+        assert!(
+            err.contains("lb_policy CLUSTER_PROVIDED is not supported"),
+            "{err}"
+        );
         let mut zero = endpoint("127.0.0.1", 1);
         zero["endpoints"][0]["lb_endpoints"][0]["load_balancing_weight"] = json!(0);
         assert!(decode(json!([{"name": "a", "load_assignment": zero}])).is_err());
+    }
+
+    #[test]
+    fn outlier_detection_defaults_and_refusals() {
+        let c = decode(
+            json!([{"name": "a", "load_assignment": endpoint("127.0.0.1", 1),
+            "outlier_detection": {}}]),
+        )
+        .unwrap();
+        assert_eq!(c[0].outlier_detection, Some(OutlierDetection::default()));
+        assert!(
+            decode(json!([{"name": "a", "load_assignment": endpoint("127.0.0.1", 1)}])).unwrap()[0]
+                .outlier_detection
+                .is_none()
+        );
+        let c = decode(
+            json!([{"name": "a", "load_assignment": endpoint("127.0.0.1", 1),
+            "outlier_detection": {"consecutive_5xx": 3, "consecutive_gateway_failure": 2,
+                "enforcing_consecutive_gateway_failure": 100, "interval": "0.5s",
+                "base_ejection_time": "20s", "max_ejection_time": "10s",
+                "max_ejection_percent": 50, "split_external_local_origin_errors": false}}]),
+        )
+        .unwrap();
+        let o = c[0].outlier_detection.unwrap();
+        assert_eq!((o.consecutive_5xx, o.consecutive_gateway_failure), (3, 2));
+        assert_eq!(o.enforcing_consecutive_gateway_failure, 100);
+        assert_eq!(o.interval, std::time::Duration::from_millis(500));
+        // The cap is raised to the base time, as Envoy does.
+        assert_eq!(o.max_ejection_time, std::time::Duration::from_secs(20));
+        assert_eq!(o.max_ejection_percent, 50);
+        for (field, value) in [
+            ("failure_percentage_threshold", json!(80)),
+            ("max_ejection_percent", json!(101)),
+            ("interval", json!("0s")),
+            ("split_external_local_origin_errors", json!(true)),
+        ] {
+            let err = decode(
+                json!([{"name": "a", "load_assignment": endpoint("127.0.0.1", 1),
+                "outlier_detection": {field: value}}]),
+            )
+            .unwrap_err();
+            assert!(err.contains("clusters[0].outlier_detection"), "{err}");
+        }
+    }
+
+    #[test]
+    fn priorities_and_overprovisioning() {
+        let one = |port: u16, priority: u32| {
+            json!({"priority": priority, "lb_endpoints": [{"endpoint": {"address": {
+                "socket_address": {"address": "127.0.0.1", "port_value": port}}}}]})
+        };
+        let c = decode(json!([{"name": "a", "load_assignment": {
+            "endpoints": [one(1, 0), one(2, 1)], "policy": {"overprovisioning_factor": 200}}}]))
+        .unwrap();
+        assert_eq!(
+            c[0].endpoints
+                .iter()
+                .map(|e| e.priority)
+                .collect::<Vec<_>>(),
+            [0, 1]
+        );
+        assert_eq!(c[0].overprovisioning_factor, 200);
+        let err = decode(json!([{"name": "a", "load_assignment": {
+            "endpoints": [one(1, 0), one(2, 2)]}}]))
+        .unwrap_err();
+        assert!(err.contains("skip priority 1"), "{err}");
+        let c =
+            decode(json!([{"name": "a", "load_assignment": endpoint("127.0.0.1", 1)}])).unwrap();
+        assert_eq!(
+            c[0].overprovisioning_factor,
+            DEFAULT_OVERPROVISIONING_FACTOR
+        );
     }
 
     #[test]

@@ -6,8 +6,8 @@ use super::headers::header_value;
 use std::time::Duration;
 
 use crate::model::{
-    Cluster, ClusterSpecifier, ForwardAction, HostRewrite, Listener, RetryPolicy, RouteAction,
-    DEFAULT_ROUTE_TIMEOUT,
+    Cluster, ClusterSpecifier, ForwardAction, HashPolicy, HashSource, HostRewrite, Listener,
+    MirrorPolicy, RegexRewrite, RetryPolicy, RouteAction, DEFAULT_ROUTE_TIMEOUT,
 };
 use crate::reader::{Node, Result};
 use crate::ConfigError;
@@ -41,6 +41,14 @@ pub(crate) fn check_clusters(listeners: &[Listener], clusters: &[Cluster]) -> Re
                     .map(|(i, (name, _))| (format!("weighted_clusters.clusters[{i}].name"), name)),
                 ClusterSpecifier::Header(_) => None,
             };
+            let missing = missing.or_else(|| {
+                action
+                    .request_mirror_policies
+                    .iter()
+                    .enumerate()
+                    .find(|(_, p)| !known(&p.cluster))
+                    .map(|(i, p)| (format!("request_mirror_policies[{i}].cluster"), &p.cluster))
+            });
             if let Some((field, name)) = missing {
                 return Err(ConfigError::new(
                     format!("{}.route.{field}", route.yaml_path),
@@ -59,20 +67,16 @@ pub(crate) fn forward_action(node: &Node) -> Result<ForwardAction> {
         "inline_cluster_specifier_plugin",
         "cluster_not_found_response_code",
         "metadata_match",
-        "regex_rewrite",
         "path_rewrite_policy",
         "path_mutation",
         "append_x_forwarded_host",
         "host_rewrite_header",
         "host_rewrite_path_regex",
-        "idle_timeout",
         "early_data_policy",
         "retry_policy_typed_config",
-        "request_mirror_policies",
         "priority",
         "rate_limits",
         "include_vh_rate_limits",
-        "hash_policy",
         "cors",
         "max_grpc_timeout",
         "grpc_timeout_offset",
@@ -101,6 +105,13 @@ pub(crate) fn forward_action(node: &Node) -> Result<ForwardAction> {
             ClusterSpecifier::Header(name)
         }
     };
+    let regex_rewrite = match m.field("regex_rewrite")? {
+        Some(n) if m.has("prefix_rewrite") => {
+            return Err(n.error("only one of prefix_rewrite and regex_rewrite may be set"))
+        }
+        Some(n) => Some(Box::new(regex_rewrite(&n)?)),
+        None => None,
+    };
     let prefix_rewrite = match m.field("prefix_rewrite")? {
         Some(n) => Some(header_value(&n)?),
         None => None,
@@ -125,8 +136,19 @@ pub(crate) fn forward_action(node: &Node) -> Result<ForwardAction> {
     };
     let retry_policy = m
         .field("retry_policy")?
-        .map(|n| retry_policy(&n))
+        .map(|n| retry_policy(&n).map(Box::new))
         .transpose()?;
+    let hash_policy = m
+        .list("hash_policy")?
+        .iter()
+        .map(hash_policy)
+        .collect::<Result<Vec<_>>>()?;
+    let idle_timeout = m.opt_duration("idle_timeout")?;
+    let request_mirror_policies = m
+        .list("request_mirror_policies")?
+        .iter()
+        .map(mirror_policy)
+        .collect::<Result<Vec<_>>>()?;
     let timeout = match m.opt_duration("timeout")? {
         None => Some(DEFAULT_ROUTE_TIMEOUT),
         Some(d) if d.is_zero() => None,
@@ -139,7 +161,169 @@ pub(crate) fn forward_action(node: &Node) -> Result<ForwardAction> {
         host_rewrite,
         timeout,
         retry_policy,
+        hash_policy,
+        regex_rewrite,
+        idle_timeout,
+        request_mirror_policies,
+        include_attempt_count: false,
+        include_attempt_count_in_response: false,
     })
+}
+
+/// `RegexMatchAndSubstitute`: `pattern` (a RegexMatcher, unanchored here: every match is
+/// replaced, as RE2's GlobalReplace) and `substitution` (`\1`..`\9` insert groups).
+fn regex_rewrite(node: &Node) -> Result<RegexRewrite> {
+    let mut m = node.message()?;
+    let mut p = m.required("pattern")?.message()?;
+    if let Some(engine) = p.field("google_re2")? {
+        let mut e = engine.message()?;
+        e.unsupported(&["max_program_size"])?;
+        e.finish()?;
+    }
+    let regex_node = p.required("regex")?;
+    let pattern = regex_node.string()?;
+    if pattern.is_empty() {
+        return Err(regex_node.error("must not be empty"));
+    }
+    p.finish()?;
+    let compiled = regex::RegexBuilder::new(&pattern)
+        .size_limit(super::route_match::REGEX_SIZE_LIMIT)
+        .build()
+        .map_err(|e| {
+            regex_node.error(format!(
+                "invalid regex \"{pattern}\": {}",
+                super::route_match::regex_reason(&e)
+            ))
+        })?;
+    let sub_node = m.required("substitution")?;
+    let substitution = re2_substitution(&sub_node.string()?, compiled.captures_len())
+        .map_err(|e| sub_node.error(e))?;
+    m.finish()?;
+    Ok(RegexRewrite {
+        pattern: compiled,
+        substitution,
+    })
+}
+
+/// RE2's rewrite string in the regex crate's syntax: `\N` a group (which must exist), `\\` a
+/// backslash; `$` is literal in RE2, so it is escaped.
+fn re2_substitution(s: &str, groups: usize) -> std::result::Result<String, String> {
+    let mut out = String::with_capacity(s.len());
+    let mut chars = s.chars();
+    while let Some(c) = chars.next() {
+        match c {
+            '\\' => match chars.next() {
+                Some('\\') => out.push('\\'),
+                Some(d) if d.is_ascii_digit() => {
+                    let n = d as usize - '0' as usize;
+                    if n >= groups {
+                        return Err(format!("\\{n} names a group the pattern does not have"));
+                    }
+                    out.push_str(&format!("${{{n}}}"));
+                }
+                _ => return Err("a backslash must be followed by a digit or a backslash".into()),
+            },
+            '$' => out.push_str("$$"),
+            c => out.push(c),
+        }
+    }
+    Ok(out)
+}
+/// `RouteAction.RequestMirrorPolicy`: `cluster` (`cluster_header` not supported),
+/// `runtime_fraction` (its default_value; there is no runtime to override it),
+/// `disable_shadow_host_suffix_append`.
+fn mirror_policy(node: &Node) -> Result<MirrorPolicy> {
+    let mut m = node.message()?;
+    m.unsupported(&["cluster_header", "trace_sampled"])?;
+    let cluster = m.required_string("cluster")?;
+    if cluster.is_empty() {
+        return Err(m.error("cluster must not be empty"));
+    }
+    let mut parts_per_million = 1_000_000;
+    if let Some(f) = m.field("runtime_fraction")? {
+        let mut f = f.message()?;
+        f.string("runtime_key")?;
+        if let Some(d) = f.field("default_value")? {
+            let mut d = d.message()?;
+            let numerator = u64::from(d.u32("numerator", 0, 0..=u32::MAX)?);
+            let per = match d.enumeration("denominator", &["HUNDRED", "TEN_THOUSAND", "MILLION"])? {
+                None | Some(0) => 10_000,
+                Some(1) => 100,
+                _ => 1,
+            };
+            // Envoy caps a numerator above its denominator at 100 %.
+            parts_per_million = (numerator * per).min(1_000_000) as u32;
+            d.finish()?;
+        }
+        f.finish()?;
+    }
+    let keep_host = m.bool("disable_shadow_host_suffix_append", false)?;
+    m.finish()?;
+    Ok(MirrorPolicy {
+        cluster,
+        parts_per_million,
+        keep_host,
+    })
+}
+
+/// `RouteAction.HashPolicy`: one source of the request's hash.
+fn hash_policy(node: &Node) -> Result<HashPolicy> {
+    let mut m = node.message()?;
+    m.unsupported(&["filter_state"])?;
+    let which = m.oneof(
+        &[
+            "header",
+            "cookie",
+            "connection_properties",
+            "query_parameter",
+        ],
+        true,
+    )?;
+    let source = match which {
+        Some("header") => {
+            let mut h = m.required("header")?.message()?;
+            h.unsupported(&["regex_rewrite"])?;
+            let n = h.required("header_name")?;
+            let name = n.string()?.to_ascii_lowercase();
+            let bare = name.strip_prefix(':').unwrap_or(&name);
+            if !is_header_name(bare) {
+                return Err(n.error(format!("\"{name}\" is not a header name")));
+            }
+            h.finish()?;
+            HashSource::Header(name)
+        }
+        Some("cookie") => {
+            let mut c = m.required("cookie")?.message()?;
+            c.unsupported(&["ttl", "path", "attributes"])?;
+            let name = c.required_string("name")?;
+            if name.is_empty() {
+                return Err(c.error("name must not be empty"));
+            }
+            c.finish()?;
+            HashSource::Cookie(name)
+        }
+        Some("connection_properties") => {
+            let mut c = m.required("connection_properties")?.message()?;
+            let on = c.bool("source_ip", false)?;
+            c.finish()?;
+            if !on {
+                return Err(m.error("connection_properties hashes nothing without source_ip: true"));
+            }
+            HashSource::SourceIp
+        }
+        _ => {
+            let mut q = m.required("query_parameter")?.message()?;
+            let name = q.required_string("name")?;
+            if name.is_empty() {
+                return Err(q.error("name must not be empty"));
+            }
+            q.finish()?;
+            HashSource::QueryParameter(name)
+        }
+    };
+    let terminal = m.bool("terminal", false)?;
+    m.finish()?;
+    Ok(HashPolicy { source, terminal })
 }
 
 const RETRY_ON: [&str; 5] = [
@@ -324,6 +508,68 @@ mod tests {
     }
 
     #[test]
+    fn mirror_policies_and_their_fraction() {
+        let a = decode(json!({"cluster": "a", "request_mirror_policies": [
+            {"cluster": "shadow"},
+            {"cluster": "s2", "disable_shadow_host_suffix_append": true,
+             "runtime_fraction": {"default_value": {"numerator": 25, "denominator": "TEN_THOUSAND"},
+                "runtime_key": "k"}}]}))
+        .unwrap();
+        assert_eq!(
+            a.request_mirror_policies,
+            vec![
+                MirrorPolicy {
+                    cluster: "shadow".into(),
+                    parts_per_million: 1_000_000,
+                    keep_host: false
+                },
+                MirrorPolicy {
+                    cluster: "s2".into(),
+                    parts_per_million: 2_500,
+                    keep_host: true
+                },
+            ]
+        );
+        let err =
+            decode(json!({"cluster": "a", "request_mirror_policies": [{"cluster_header": "x"}]}))
+                .unwrap_err();
+        assert!(
+            err.contains("request_mirror_policies[0]: field \"cluster_header\""),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn regex_rewrite_substitutes_groups() {
+        let a = decode(json!({"cluster": "a", "regex_rewrite": {
+            "pattern": {"google_re2": {}, "regex": "^/service/([^/]+)(/.*)$"},
+            "substitution": "\\2/instance/\\1$"}}))
+        .unwrap();
+        let r = a.regex_rewrite.unwrap();
+        assert_eq!(
+            r.pattern
+                .replace_all("/service/foo/v1/api", r.substitution.as_str()),
+            "/v1/api/instance/foo$"
+        );
+        let err = decode(json!({"cluster": "a", "regex_rewrite": {
+            "pattern": {"regex": "(a)"}, "substitution": "\\2"}}))
+        .unwrap_err();
+        assert!(
+            err.contains("regex_rewrite.substitution: \\2 names a group"),
+            "{err}"
+        );
+        let err = decode(
+            json!({"cluster": "a", "prefix_rewrite": "/", "regex_rewrite": {
+            "pattern": {"regex": "a"}, "substitution": "b"}}),
+        )
+        .unwrap_err();
+        assert!(
+            err.contains("only one of prefix_rewrite and regex_rewrite"),
+            "{err}"
+        );
+    }
+
+    #[test]
     fn unimplemented_fields_are_refused_with_their_path() {
         let a = decode(json!({"cluster": "a", "retry_policy": {
             "retry_on": "5xx,connect-failure", "num_retries": 3, "per_try_timeout": "1s",
@@ -340,10 +586,46 @@ mod tests {
             err.starts_with("route.retry_policy.retry_on: retry_on \"refused-stream\""),
             "{err}"
         );
-        let err = decode(json!({"cluster": "a", "hash_policy": []})).unwrap_err();
+        let err = decode(json!({"cluster": "a", "hash_policy": [{"filter_state": {"key": "k"}}]}))
+            .unwrap_err();
         assert_eq!(
             err,
-            "route: field \"hash_policy\" is not supported by hoist yet"
+            "route.hash_policy[0]: field \"filter_state\" is not supported by hoist yet"
+        );
+        let err = decode(
+            json!({"cluster": "a", "hash_policy": [{"cookie": {"name": "s", "ttl": "1s"}}]}),
+        )
+        .unwrap_err();
+        assert!(
+            err.contains("hash_policy[0].cookie: field \"ttl\""),
+            "{err}"
+        );
+        let a = decode(json!({"cluster": "a", "hash_policy": [
+            {"header": {"header_name": "X-User"}, "terminal": true},
+            {"cookie": {"name": "session"}},
+            {"connection_properties": {"source_ip": true}},
+            {"query_parameter": {"name": "id"}}]}))
+        .unwrap();
+        assert_eq!(
+            a.hash_policy,
+            vec![
+                HashPolicy {
+                    source: HashSource::Header("x-user".into()),
+                    terminal: true
+                },
+                HashPolicy {
+                    source: HashSource::Cookie("session".into()),
+                    terminal: false
+                },
+                HashPolicy {
+                    source: HashSource::SourceIp,
+                    terminal: false
+                },
+                HashPolicy {
+                    source: HashSource::QueryParameter("id".into()),
+                    terminal: false
+                },
+            ]
         );
         assert!(decode(json!({"prefix_rewrite": "/"})).is_err());
         assert!(decode(json!({"cluster": "a", "weighted_clusters": {}})).is_err());

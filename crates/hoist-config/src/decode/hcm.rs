@@ -31,12 +31,10 @@ pub(crate) fn http_connection_manager(mut m: Message) -> Result<HttpConnectionMa
         "access_log_flush_interval",
         "flush_access_log_on_new_request",
         "access_log_options",
-        "xff_num_trusted_hops",
         "original_ip_detection_extensions",
         "early_header_mutation_extensions",
         "internal_address_config",
         "skip_xff_append",
-        "via",
         "preserve_external_request_id",
         "always_set_request_id_in_response",
         "forward_client_cert_details",
@@ -111,6 +109,14 @@ pub(crate) fn http_connection_manager(mut m: Message) -> Result<HttpConnectionMa
     )?;
     let use_remote_address = m.bool("use_remote_address", false)?;
     let generate_request_id = m.bool("generate_request_id", true)?;
+    let xff_num_trusted_hops = m.u32("xff_num_trusted_hops", 0, 0..=u32::MAX)?;
+    let via = match m.field("via")? {
+        Some(n) => {
+            let v = header_value(&n)?;
+            (!v.is_empty()).then_some(v)
+        }
+        None => None,
+    };
     let (idle_timeout, max_headers_count) = match m.field("common_http_protocol_options")? {
         Some(n) => common_options(&n)?,
         None => (Some(DEFAULT_IDLE_TIMEOUT), DEFAULT_MAX_HEADERS_COUNT),
@@ -140,6 +146,8 @@ pub(crate) fn http_connection_manager(mut m: Message) -> Result<HttpConnectionMa
         drain_timeout,
         use_remote_address,
         generate_request_id,
+        via,
+        xff_num_trusted_hops,
         http2,
         yaml_path,
     })

@@ -80,8 +80,6 @@ fn virtual_host(node: &Node, cx: &Context) -> Result<VirtualHost> {
         "matcher",
         "virtual_clusters",
         "cors",
-        "include_request_attempt_count",
-        "include_attempt_count_in_response",
         "retry_policy",
         "retry_policy_typed_config",
         "hedge_policy",
@@ -104,11 +102,19 @@ fn virtual_host(node: &Node, cx: &Context) -> Result<VirtualHost> {
         }
         domains.push(d);
     }
-    let routes = m
+    let mut routes = m
         .list("routes")?
         .iter()
         .map(|n| route(n, cx))
         .collect::<Result<Vec<_>>>()?;
+    let attempt_count = m.bool("include_request_attempt_count", false)?;
+    let attempt_count_in_response = m.bool("include_attempt_count_in_response", false)?;
+    for r in &mut routes {
+        if let RouteAction::Route(a) = &mut r.action {
+            a.include_attempt_count = attempt_count;
+            a.include_attempt_count_in_response = attempt_count_in_response;
+        }
+    }
     let headers = header_mutations(&mut m)?;
     let typed_per_filter_config = typed_per_filter_config(&mut m, cx.filters)?;
     let rate_limits = m

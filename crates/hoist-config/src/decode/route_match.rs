@@ -12,7 +12,7 @@ use crate::reader::{Node, Result};
 
 /// Upper bound on a compiled regex, so a configuration cannot make hoist build a huge
 /// automaton (RE2's program size limit plays this role in Envoy).
-const REGEX_SIZE_LIMIT: usize = 1 << 20;
+pub(crate) const REGEX_SIZE_LIMIT: usize = 1 << 20;
 
 pub fn route_match(node: &Node) -> Result<RouteMatch> {
     let mut m = node.message()?;
@@ -192,7 +192,7 @@ pub(crate) fn regex_matcher(node: &Node) -> Result<Regex> {
 
 /// The one-line reason of a regex error (the full message draws the pattern over several
 /// lines).
-fn regex_reason(e: &regex::Error) -> String {
+pub(crate) fn regex_reason(e: &regex::Error) -> String {
     let text = e.to_string();
     text.lines()
         .rev()

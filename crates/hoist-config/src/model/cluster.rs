@@ -32,6 +32,44 @@ pub struct HttpHealthCheck {
     pub expected_statuses: Vec<(u16, u16)>,
 }
 
+/// `envoy.config.cluster.v3.OutlierDetection`: the consecutive-error detectors (success rate
+/// and failure percentage are refused at load).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct OutlierDetection {
+    pub consecutive_5xx: u32,
+    pub consecutive_gateway_failure: u32,
+    /// Percentages (0..=100): the chance that a detected outlier is really ejected.
+    pub enforcing_consecutive_5xx: u32,
+    pub enforcing_consecutive_gateway_failure: u32,
+    /// How often ejected hosts are checked for their return.
+    pub interval: Duration,
+    pub base_ejection_time: Duration,
+    pub max_ejection_time: Duration,
+    pub max_ejection_percent: u32,
+    /// Eject one host even when that alone goes over max_ejection_percent.
+    pub always_eject_one_host: bool,
+    /// A passing active health check returns an ejected host at once.
+    pub successful_active_health_check_uneject_host: bool,
+}
+
+impl Default for OutlierDetection {
+    /// Envoy's defaults.
+    fn default() -> Self {
+        OutlierDetection {
+            consecutive_5xx: 5,
+            consecutive_gateway_failure: 5,
+            enforcing_consecutive_5xx: 100,
+            enforcing_consecutive_gateway_failure: 0,
+            interval: Duration::from_secs(10),
+            base_ejection_time: Duration::from_secs(30),
+            max_ejection_time: Duration::from_secs(300),
+            max_ejection_percent: 10,
+            always_eject_one_host: false,
+            successful_active_health_check_uneject_host: true,
+        }
+    }
+}
+
 /// One `circuit_breakers.thresholds[]` entry: limits across all workers.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct CircuitBreakers {
@@ -39,6 +77,27 @@ pub struct CircuitBreakers {
     pub max_pending_requests: u32,
     pub max_requests: u32,
     pub max_retries: u32,
+    /// `retry_budget`: when set, it replaces max_retries.
+    pub retry_budget: Option<RetryBudget>,
+}
+
+/// `circuit_breakers.thresholds[].retry_budget`: active retries may be this share of the
+/// active and pending requests, and at least `min_retry_concurrency`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RetryBudget {
+    /// `budget_percent.value` in hundredths of a percent (default 20 %: 2000).
+    pub budget_basis_points: u32,
+    /// Default 3.
+    pub min_retry_concurrency: u32,
+}
+
+impl Default for RetryBudget {
+    fn default() -> Self {
+        RetryBudget {
+            budget_basis_points: 2000,
+            min_retry_concurrency: 3,
+        }
+    }
 }
 
 impl Default for CircuitBreakers {
@@ -49,6 +108,7 @@ impl Default for CircuitBreakers {
             max_pending_requests: 1024,
             max_requests: 1024,
             max_retries: 3,
+            retry_budget: None,
         }
     }
 }
@@ -83,7 +143,13 @@ pub struct Endpoint {
     pub port: u16,
     /// `lb_endpoints[].load_balancing_weight` (1..), default 1.
     pub weight: u32,
+    /// The locality's `priority`: 0 is used first; the next level takes the load the ones
+    /// above cannot.
+    pub priority: u32,
 }
+
+/// `load_assignment.policy.overprovisioning_factor`'s default (1.4, in percent).
+pub const DEFAULT_OVERPROVISIONING_FACTOR: u32 = 140;
 
 /// `lb_policy`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
@@ -96,7 +162,21 @@ pub enum LbPolicy {
     LeastRequest,
     /// Weighted random.
     Random,
+    /// Consistent hashing on a ring of `min_ring_size..=max_ring_size` points, xxHash64.
+    RingHash {
+        min_ring_size: u64,
+        max_ring_size: u64,
+    },
+    /// Maglev's lookup table of `table_size` (a prime) entries.
+    Maglev { table_size: u64 },
 }
+
+/// `ring_hash_lb_config` defaults and limit.
+pub const DEFAULT_MIN_RING_SIZE: u64 = 1024;
+pub const MAX_RING_SIZE: u64 = 8 * 1024 * 1024;
+/// `maglev_lb_config.table_size` default and limit (Envoy's).
+pub const DEFAULT_MAGLEV_TABLE_SIZE: u64 = 65537;
+pub const MAX_MAGLEV_TABLE_SIZE: u64 = 5_000_011;
 
 /// `envoy.extensions.transport_sockets.tls.v3.UpstreamTlsContext`: the subset hoist's upstream
 /// client honours.
@@ -120,6 +200,8 @@ pub struct Cluster {
     pub dns_lookup_family: DnsLookupFamily,
     /// In configuration order (filters that need one endpoint take the first).
     pub endpoints: Vec<Endpoint>,
+    /// `load_assignment.policy.overprovisioning_factor` (percent; default 140).
+    pub overprovisioning_factor: u32,
     pub lb_policy: LbPolicy,
     /// `common_http_protocol_options.idle_timeout` (default 1 h); None: `0s`, never.
     pub idle_timeout: Option<Duration>,
@@ -130,6 +212,7 @@ pub struct Cluster {
     pub circuit_breakers: CircuitBreakers,
     /// `health_checks` (at most one).
     pub health_check: Option<HealthCheck>,
+    pub outlier_detection: Option<OutlierDetection>,
     /// `transport_socket` with an UpstreamTlsContext; None is plain TCP.
     pub tls: Option<UpstreamTlsContext>,
     pub yaml_path: String,

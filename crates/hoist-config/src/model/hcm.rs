@@ -54,6 +54,11 @@ pub struct HttpConnectionManager {
     pub drain_timeout: Duration,
     pub use_remote_address: bool,
     pub generate_request_id: bool,
+    /// `via`: appended to the via header of requests and responses; None: not set.
+    pub via: Option<String>,
+    /// `xff_num_trusted_hops`: how many proxies in front of this one x-forwarded-for may be
+    /// believed about the client's address.
+    pub xff_num_trusted_hops: u32,
     /// `http2_protocol_options`: the few settings hoist honours.
     pub http2: Http2Options,
     pub yaml_path: String,

@@ -179,7 +179,77 @@ pub struct ForwardAction {
     pub host_rewrite: HostRewrite,
     /// `timeout`; None: `0s`, no timeout.
     pub timeout: Option<Duration>,
-    pub retry_policy: Option<RetryPolicy>,
+    /// Boxed, as regex_rewrite: most routes have neither, and the route action stays small.
+    pub retry_policy: Option<Box<RetryPolicy>>,
+    /// `hash_policy`, in order: the hash RING_HASH and MAGLEV clusters place the request by.
+    pub hash_policy: Vec<HashPolicy>,
+    /// `regex_rewrite`: the path (not the query) rewritten, every match replaced.
+    pub regex_rewrite: Option<Box<RegexRewrite>>,
+    /// `idle_timeout`: the stream idle timeout for this route, replacing the connection
+    /// manager's stream_idle_timeout. None: not set; Some(zero): `0s`, disabled.
+    pub idle_timeout: Option<Duration>,
+    /// `request_mirror_policies`: shadow copies of the request, answers discarded.
+    pub request_mirror_policies: Vec<MirrorPolicy>,
+    /// The virtual host's `include_request_attempt_count`: x-envoy-attempt-count upstream.
+    pub include_attempt_count: bool,
+    /// The virtual host's `include_attempt_count_in_response`.
+    pub include_attempt_count_in_response: bool,
+}
+
+/// `envoy.type.matcher.v3.RegexMatchAndSubstitute`.
+#[derive(Clone, Debug)]
+pub struct RegexRewrite {
+    pub pattern: regex::Regex,
+    /// In the regex crate's syntax (RE2's `\1` written `${1}`).
+    pub substitution: String,
+}
+
+impl PartialEq for RegexRewrite {
+    fn eq(&self, other: &Self) -> bool {
+        self.pattern.as_str() == other.pattern.as_str() && self.substitution == other.substitution
+    }
+}
+
+impl ForwardAction {
+    /// The stream idle timeout of a request on this route: its own `idle_timeout` (`0s`:
+    /// none), else the connection manager's.
+    pub fn stream_idle_timeout(&self, hcm: Option<Duration>) -> Option<Duration> {
+        match self.idle_timeout {
+            Some(t) if t.is_zero() => None,
+            Some(t) => Some(t),
+            None => hcm,
+        }
+    }
+}
+
+/// One `RouteAction.RequestMirrorPolicy`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct MirrorPolicy {
+    pub cluster: String,
+    /// `runtime_fraction.default_value` in parts per million (default: all, 1000000).
+    pub parts_per_million: u32,
+    /// `disable_shadow_host_suffix_append`: keep the host as it is.
+    pub keep_host: bool,
+}
+
+/// One `envoy.config.route.v3.RouteAction.HashPolicy`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct HashPolicy {
+    pub source: HashSource,
+    /// Stop at this policy when a hash has been made so far.
+    pub terminal: bool,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum HashSource {
+    /// `header.header_name`, lower-cased (may be a pseudo-header such as `:path`).
+    Header(String),
+    /// `cookie.name`: an existing cookie only (no `ttl`: hoist never sets one).
+    Cookie(String),
+    /// `connection_properties.source_ip: true`.
+    SourceIp,
+    /// `query_parameter.name`.
+    QueryParameter(String),
 }
 
 /// `envoy.config.route.v3.RetryPolicy`, the subset hoist implements.

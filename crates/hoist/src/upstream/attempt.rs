@@ -32,6 +32,9 @@ pub enum Failure {
     PerTryTimeout,
     /// The route timeout: never retried.
     GlobalTimeout,
+    /// The stream idle timeout (the route's idle_timeout or the connection manager's
+    /// stream_idle_timeout) ran out while waiting for the response head: 408, not retried.
+    StreamIdle,
     /// Sending the request body failed.
     RequestBody,
 }
@@ -72,6 +75,7 @@ pub async fn attempt<B: RequestBody>(
     body: &mut Source<'_, B>,
     timeout: Option<Duration>,
     per_try: Option<Duration>,
+    idle: Option<Duration>,
     deadline: &mut Option<Instant>,
 ) -> Result<Attempt, B::Error> {
     let mut retried_stale = false;
@@ -125,10 +129,23 @@ pub async fn attempt<B: RequestBody>(
         *deadline = timeout.map(|t| sent_at + t);
     }
     let try_end = per_try.map(|t| sent_at + t);
-    let (limit, per_try_first) = match (*deadline, try_end) {
-        (Some(d), Some(t)) if t < d => (Some(t), true),
-        (Some(d), _) => (Some(d), false),
-        (None, t) => (t, t.is_some()),
+    let idle_end = idle.and_then(|t| sent_at.checked_add(t));
+    // The earliest bound wins; on a tie the route timeout, then the per-try one.
+    let mut bound: Option<(Instant, Failure)> = None;
+    for (at, failure) in [
+        (*deadline, Failure::GlobalTimeout),
+        (try_end, Failure::PerTryTimeout),
+        (idle_end, Failure::StreamIdle),
+    ] {
+        if let Some(at) = at {
+            if bound.as_ref().is_none_or(|(b, _)| at < *b) {
+                bound = Some((at, failure));
+            }
+        }
+    }
+    let (limit, on_expiry) = match bound {
+        Some((at, f)) => (Some(at), f),
+        None => (None, Failure::GlobalTimeout),
     };
     let read = match limit {
         Some(l) => tokio::time::timeout_at(l.into(), c.h1.read_head(request.is_head))
@@ -144,8 +161,7 @@ pub async fn attempt<B: RequestBody>(
             length,
             sent_at,
         },
-        None if per_try_first => failed(Failure::PerTryTimeout, &c),
-        None => failed(Failure::GlobalTimeout, &c),
+        None => failed(on_expiry, &c),
         Some(Err(ClientError::Malformed(why))) => {
             tracing::debug!("cluster {}: {why}", cluster.info.name);
             failed(Failure::Malformed, &c)

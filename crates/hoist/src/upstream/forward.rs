@@ -51,6 +51,11 @@ pub struct Context<'a> {
     pub clusters: &'a WorkerClusters,
     pub conn: &'a ConnInfo,
     pub use_remote_address: bool,
+    /// HCM `via`.
+    pub via: Option<&'a HeaderValue>,
+    pub xff_num_trusted_hops: u32,
+    /// The connection manager's stream_idle_timeout (a route's idle_timeout replaces it).
+    pub stream_idle_timeout: Option<Duration>,
     pub path_match: &'a PathMatch,
 }
 
@@ -58,7 +63,21 @@ pub async fn forward<B: RequestBody>(
     cx: &Context<'_>,
     action: &ForwardAction,
     head: &mut RequestHead,
+    body: Source<'_, B>,
+) -> Result<Forwarded, B::Error> {
+    let mut attempts = 0u32;
+    let mut f = forward_attempts(cx, action, head, body, &mut attempts).await?;
+    super::headers::decorate_response(action, &mut f.head, attempts);
+    Ok(f)
+}
+
+/// `attempts`: tries sent so far (x-envoy-attempt-count).
+async fn forward_attempts<B: RequestBody>(
+    cx: &Context<'_>,
+    action: &ForwardAction,
+    head: &mut RequestHead,
     mut body: Source<'_, B>,
+    attempts: &mut u32,
 ) -> Result<Forwarded, B::Error> {
     let name = match &action.cluster {
         ClusterSpecifier::Cluster(n) => Some(n.clone()),
@@ -79,6 +98,7 @@ pub async fn forward<B: RequestBody>(
         ));
     };
     let cluster = cluster.clone();
+    let hash = super::hash_policy::for_request(cx, action, head);
     rewrite_request(cx, action, head);
     let (framing, chunked) = request_framing(head, &body);
     let mut headers = upstream_headers(head);
@@ -89,18 +109,20 @@ pub async fn forward<B: RequestBody>(
         chunked,
         is_head: head.method == http::Method::HEAD,
     };
+    super::mirror::spawn(cx.clusters, action, &request, &headers, &body);
     // A streamed body cannot be sent twice: retries need it whole (or absent).
     let policy = action
         .retry_policy
         .as_ref()
         .filter(|_| !matches!(body, Source::Stream(_)));
+    let idle = action.stream_idle_timeout(cx.stream_idle_timeout);
     let mut retries_left = policy.map_or(0, |p| p.num_retries);
     let mut retried = 0u32;
     let mut deadline: Option<Instant> = None;
     // An active retry (max_retries), held until the retried attempt ends.
     let mut retry_slot: Option<RetrySlot> = None;
     loop {
-        let rq = match cluster.pick() {
+        let rq = match cluster.pick(hash) {
             Ok(rq) => rq,
             Err(PickError::NoEndpoint) => {
                 return Ok(local(
@@ -125,6 +147,10 @@ pub async fn forward<B: RequestBody>(
                 }
             }
         }
+        *attempts += 1;
+        if action.include_attempt_count {
+            headers.insert("x-envoy-attempt-count", HeaderValue::from(*attempts));
+        }
         let per_try = policy.and_then(|p| p.per_try_timeout);
         let result = attempt(
             &cluster,
@@ -134,6 +160,7 @@ pub async fn forward<B: RequestBody>(
             &mut body,
             action.timeout,
             per_try,
+            idle,
             &mut deadline,
         )
         .await?;
@@ -143,7 +170,7 @@ pub async fn forward<B: RequestBody>(
         let may_retry =
             retriable && retries_left > 0 && deadline.is_none_or(|d| Instant::now() < d);
         let res = &cluster.info.resources;
-        if may_retry && !Resources::try_acquire(&res.retries, cluster.info.limits.max_retries) {
+        if may_retry && !Resources::try_acquire(&res.retries, cluster.info.retry_limit()) {
             if let Some(s) = &cluster.stats {
                 s.upstream_rq_retry_overflow.inc();
             }
@@ -161,7 +188,14 @@ pub async fn forward<B: RequestBody>(
             }
             continue;
         }
-        let mut f = finish(&cluster, rq, result, deadline, &body, request.is_head);
+        let mut f = finish(
+            &cluster,
+            rq,
+            result,
+            (deadline, idle),
+            &body,
+            request.is_head,
+        );
         if retried > 0 {
             if retriable {
                 if let Some(s) = &cluster.stats {
@@ -213,13 +247,14 @@ fn should_retry(p: &RetryPolicy, r: &Attempt) -> bool {
             Failure::Reset | Failure::Malformed | Failure::PerTryTimeout => {
                 p.on_5xx || p.on_gateway_error || p.on_reset
             }
-            Failure::GlobalTimeout | Failure::RequestBody => false,
+            Failure::GlobalTimeout | Failure::StreamIdle | Failure::RequestBody => false,
         },
     }
 }
 
 /// Counts an attempt that is retried on its host and in the cluster's response codes.
 fn record(cluster: &WorkerCluster, rq: &ActiveRequest, r: &Attempt) {
+    super::outlier::observe(&cluster.info, rq.endpoint(), r);
     match r {
         Attempt::Response { response, .. } => {
             rq.outcome(Some(response.status), false);
@@ -243,10 +278,11 @@ fn finish<B>(
     cluster: &Rc<WorkerCluster>,
     rq: ActiveRequest,
     result: Attempt,
-    deadline: Option<Instant>,
+    (deadline, idle): (Option<Instant>, Option<Duration>),
     body: &Source<'_, B>,
     is_head: bool,
 ) -> Forwarded {
+    super::outlier::observe(&cluster.info, rq.endpoint(), &result);
     let (upstream, mut response, length, sent_at, peer) = match result {
         Attempt::Response {
             conn,
@@ -278,6 +314,15 @@ fn finish<B>(
                         &Source::<B>::None,
                     )
                 }
+                // Envoy's HCM: no response started, so a local 408 (its stats are the
+                // connection manager's).
+                Failure::StreamIdle => local(
+                    408,
+                    "stream timeout",
+                    ResponseFlags::STREAM_IDLE_TIMEOUT,
+                    "stream_idle_timeout",
+                    &Source::<B>::None,
+                ),
                 Failure::Malformed => {
                     if let Some(s) = &cluster.stats {
                         s.response(502);
@@ -319,7 +364,7 @@ fn finish<B>(
         Body::Empty
     } else {
         let (tx, stream) = StreamBody::channel(length);
-        tokio::task::spawn_local(pump(upstream, cluster.clone(), rq, tx, deadline));
+        tokio::task::spawn_local(pump(upstream, cluster.clone(), rq, tx, deadline, idle));
         Body::Stream(stream)
     };
     Forwarded {
@@ -343,9 +388,16 @@ async fn pump(
     rq: ActiveRequest,
     tx: hoist_http::body::StreamSender,
     deadline: Option<Instant>,
+    idle: Option<Duration>,
 ) {
     loop {
-        match within(deadline, upstream.h1.read_body_piece()).await {
+        // The stream idle timeout restarts with every piece; the route timeout does not.
+        let idle_end = idle.and_then(|t| Instant::now().checked_add(t));
+        let limit = match (deadline, idle_end) {
+            (Some(d), Some(i)) => Some(d.min(i)),
+            (d, i) => d.or(i),
+        };
+        match within(limit, upstream.h1.read_body_piece()).await {
             Some(Ok(Some(piece))) => {
                 if tx.send(Ok(piece)).await.is_err() {
                     // The client went away: the connection is mid-response, not reusable.
@@ -360,6 +412,15 @@ async fn pump(
             Some(Err(e)) => {
                 let _ = tx
                     .send(Err(std::io::Error::other(format!("upstream: {e}"))))
+                    .await;
+                return;
+            }
+            None if deadline.is_none_or(|d| Instant::now() < d) => {
+                let _ = tx
+                    .send(Err(std::io::Error::new(
+                        std::io::ErrorKind::TimedOut,
+                        "stream idle timeout",
+                    )))
                     .await;
                 return;
             }

@@ -22,6 +22,23 @@ const HOP_BY_HOP: [&str; 8] = [
 ];
 
 pub fn rewrite_request(cx: &Context<'_>, action: &ForwardAction, head: &mut RequestHead) {
+    if let Some(r) = &action.regex_rewrite {
+        // The path only: the query string is kept as it was.
+        let (path, query) = match head.path.find('?') {
+            Some(i) => head.path.split_at(i),
+            None => (head.path.as_str(), ""),
+        };
+        let rewritten = format!(
+            "{}{query}",
+            r.pattern.replace_all(path, r.substitution.as_str())
+        );
+        if rewritten != head.path {
+            let original = std::mem::replace(&mut head.path, rewritten);
+            if let Ok(v) = HeaderValue::from_str(&original) {
+                head.headers.insert("x-envoy-original-path", v);
+            }
+        }
+    }
     if let Some(rewrite) = &action.prefix_rewrite {
         let matched = match cx.path_match {
             PathMatch::Prefix(p) | PathMatch::PathSeparatedPrefix(p) => Some(p.len()),
@@ -62,11 +79,79 @@ pub fn rewrite_request(cx: &Context<'_>, action: &ForwardAction, head: &mut Requ
     } else if !head.headers.contains_key("x-forwarded-proto") {
         head.headers.insert("x-forwarded-proto", scheme);
     }
-    if let Some(t) = action.timeout {
+    // Envoy: the time the upstream has to answer, the per-try timeout when it is the shorter.
+    let per_try = action.retry_policy.as_ref().and_then(|p| p.per_try_timeout);
+    let expected = match (action.timeout, per_try) {
+        (Some(t), Some(p)) => Some(t.min(p)),
+        (t, p) => t.or(p),
+    };
+    if let Some(t) = expected {
         head.headers.insert(
             "x-envoy-expected-rq-timeout-ms",
             HeaderValue::from(t.as_millis() as u64),
         );
+    }
+    if let Some(via) = cx.via {
+        append_via(&mut head.headers, via);
+    }
+}
+
+/// Envoy's trusted client address, when x-forwarded-for supplies it (None: the peer is the
+/// client). With use_remote_address, the N-th address from the right of x-forwarded-for as
+/// received (N = xff_num_trusted_hops; N = 0: the peer); without it, the (N+1)-th from the
+/// right. Too few addresses, or one that is not an IP: the peer.
+pub fn trusted_client_address(
+    head: &RequestHead,
+    use_remote_address: bool,
+    trusted_hops: u32,
+) -> Option<std::net::IpAddr> {
+    let from_right = if use_remote_address {
+        if trusted_hops == 0 {
+            return None;
+        }
+        trusted_hops as usize
+    } else {
+        trusted_hops as usize + 1
+    };
+    let values: Vec<&str> = head
+        .headers
+        .get_all("x-forwarded-for")
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .collect();
+    let mut addresses = values.iter().flat_map(|v| v.split(','));
+    let count = addresses.clone().count();
+    count
+        .checked_sub(from_right)
+        .and_then(|i| addresses.nth(i))
+        .and_then(|a| a.trim().parse::<std::net::IpAddr>().ok())
+        .map(|ip| ip.to_canonical())
+}
+
+/// Envoy's Utility::appendVia: `via` joins an existing value after a comma.
+pub fn append_via(headers: &mut HeaderMap, via: &HeaderValue) {
+    let joined = match headers.get(header::VIA).map(|v| v.as_bytes()) {
+        Some(prev) if !prev.is_empty() => {
+            HeaderValue::from_bytes(&[prev, b", ", via.as_bytes()].concat()).ok()
+        }
+        _ => Some(via.clone()),
+    };
+    if let Some(v) = joined {
+        headers.insert(header::VIA, v);
+    }
+}
+
+/// The response (from the upstream or a local reply of the router) as it leaves the router:
+/// x-envoy-attempt-count when the virtual host asks for it (`via` is the connection
+/// manager's, on every response).
+pub fn decorate_response(
+    action: &ForwardAction,
+    head: &mut hoist_http::ResponseHead,
+    attempts: u32,
+) {
+    if action.include_attempt_count_in_response && attempts > 0 {
+        head.headers
+            .insert("x-envoy-attempt-count", HeaderValue::from(attempts));
     }
 }
 
@@ -132,6 +217,40 @@ pub fn strip_hop_by_hop(h: &mut HeaderMap) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn trusted_client_address_follows_envoys_rules() {
+        let peer: std::net::IpAddr = "192.0.2.9".parse().unwrap();
+        let mut head = RequestHead {
+            method: http::Method::GET,
+            path: "/".into(),
+            version: Version::Http11,
+            authority: None,
+            headers: HeaderMap::new(),
+        };
+        let t = |h: &RequestHead, remote, n| {
+            trusted_client_address(h, remote, n)
+                .unwrap_or(peer)
+                .to_string()
+        };
+        // No x-forwarded-for: the peer, whatever the settings.
+        assert_eq!(t(&head, false, 0), "192.0.2.9");
+        assert_eq!(t(&head, true, 1), "192.0.2.9");
+        head.headers.insert(
+            "x-forwarded-for",
+            HeaderValue::from_static("10.0.0.1, 10.0.0.2,10.0.0.3"),
+        );
+        assert_eq!(t(&head, true, 0), "192.0.2.9");
+        assert_eq!(t(&head, true, 1), "10.0.0.3");
+        assert_eq!(t(&head, true, 2), "10.0.0.2");
+        assert_eq!(t(&head, true, 4), "192.0.2.9");
+        assert_eq!(t(&head, false, 0), "10.0.0.3");
+        assert_eq!(t(&head, false, 2), "10.0.0.1");
+        assert_eq!(t(&head, false, 3), "192.0.2.9");
+        head.headers
+            .insert("x-forwarded-for", HeaderValue::from_static("junk"));
+        assert_eq!(t(&head, false, 0), "192.0.2.9");
+    }
 
     #[test]
     fn hop_by_hop_and_named_headers_go_cookies_join() {

@@ -86,10 +86,7 @@ pub fn spawn(manager: &Arc<ClusterManager>) {
 }
 
 fn healthy_count(c: &ClusterInfo) -> u64 {
-    c.endpoints
-        .iter()
-        .filter(|e| e.healthy.load(Ordering::Relaxed))
-        .count() as u64
+    c.available_count()
 }
 
 async fn check_loop(cluster: Arc<ClusterInfo>, endpoint: usize, stats: Arc<Stats>) {
@@ -113,6 +110,9 @@ async fn check_loop(cluster: Arc<ClusterInfo>, endpoint: usize, stats: Arc<Stats
             Ok(Err(Verdict::Unhealthy)) => false,
         };
         if ok {
+            if let Some(d) = &cluster.outlier {
+                d.health_check_passed(&cluster, endpoint);
+            }
             stats.success.inc(stats.slot);
             successes += 1;
             failures = 0;

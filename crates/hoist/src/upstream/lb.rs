@@ -3,8 +3,6 @@
 //! in a burst), weighted random, and least request as power of two choices by active
 //! requests.
 
-use std::sync::atomic::Ordering;
-
 use hoist_config::model::LbPolicy;
 
 use super::ClusterInfo;
@@ -22,25 +20,27 @@ impl LbState {
         }
     }
 
-    /// The endpoint index for the next request. `active`: requests in flight per endpoint.
-    pub fn pick(&mut self, cluster: &ClusterInfo, active: &[u32]) -> Option<usize> {
+    /// The endpoint index for the next request. `active`: requests in flight per endpoint;
+    /// `hash`: the request's hash for RING_HASH and MAGLEV (None: a random host, as Envoy).
+    pub fn pick(
+        &mut self,
+        cluster: &ClusterInfo,
+        active: &[u32],
+        hash: Option<u64>,
+    ) -> Option<usize> {
         let n = cluster.endpoints.len();
         if n == 1 {
             return Some(0);
         }
-        // Envoy's panic threshold (50 %): with fewer healthy hosts than that, all hosts take
-        // traffic, rather than overloading the few left.
-        let healthy = cluster
-            .endpoints
-            .iter()
-            .filter(|e| e.healthy.load(Ordering::Relaxed))
-            .count();
-        let all = healthy * 2 < n;
+        // Envoy's priority levels and panic threshold (50 %): a level with too few healthy
+        // hosts has all of its hosts take traffic, rather than overloading the few left.
+        let dice = hash.unwrap_or_else(crate::request_id::random_u64);
+        let (level, panic) = super::priority::choose(cluster, dice);
         let usable = |i: usize| {
-            all || cluster
+            cluster
                 .endpoints
                 .get(i)
-                .is_some_and(|e| e.healthy.load(Ordering::Relaxed))
+                .is_some_and(|e| e.priority == level && (panic || e.available()))
         };
         match cluster.lb_policy {
             LbPolicy::RoundRobin => self.round_robin(cluster, &usable),
@@ -50,6 +50,10 @@ impl LbState {
                 let b = weighted_random(cluster, &usable)?;
                 let load = |i: usize| active.get(i).copied().unwrap_or(0);
                 Some(if load(b) < load(a) { b } else { a })
+            }
+            LbPolicy::RingHash { .. } | LbPolicy::Maglev { .. } => {
+                let hash = hash.unwrap_or_else(crate::request_id::random_u64);
+                cluster.hash_table.as_ref()?.pick(hash, &usable)
             }
         }
     }
@@ -126,42 +130,15 @@ pub fn pick_weighted<T>(items: &[(T, u32)]) -> Option<&T> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::upstream::EndpointInfo;
-    use std::time::Duration;
-
-    fn cluster(policy: LbPolicy, weights: &[u32]) -> ClusterInfo {
-        ClusterInfo {
-            name: "c".into(),
-            endpoints: weights
-                .iter()
-                .enumerate()
-                .map(|(i, w)| EndpointInfo {
-                    host: "127.0.0.1".into(),
-                    port: 1000 + i as u16,
-                    weight: *w,
-                    label: String::new(),
-                    stats: Default::default(),
-                    healthy: std::sync::atomic::AtomicBool::new(true),
-                })
-                .collect(),
-            lb_policy: policy,
-            connect_timeout: Duration::from_secs(1),
-            idle_timeout: None,
-            max_requests_per_connection: None,
-            limits: Default::default(),
-            health_check: None,
-            resources: Default::default(),
-            resolve: false,
-            family: Default::default(),
-            tls: None,
-        }
-    }
+    use crate::upstream::testing::cluster;
 
     #[test]
     fn round_robin_follows_weights_smoothly() {
         let c = cluster(LbPolicy::RoundRobin, &[1, 3]);
         let mut lb = LbState::new(&c);
-        let picks: Vec<usize> = (0..8).map(|_| lb.pick(&c, &[0, 0]).unwrap()).collect();
+        let picks: Vec<usize> = (0..8)
+            .map(|_| lb.pick(&c, &[0, 0], None).unwrap())
+            .collect();
         assert_eq!(picks, vec![1, 0, 1, 1, 1, 0, 1, 1]);
     }
 
@@ -172,7 +149,7 @@ mod tests {
             let mut lb = LbState::new(&c);
             let mut seen = [0u32; 3];
             for _ in 0..3000 {
-                seen[lb.pick(&c, &[0, 0, 0]).unwrap()] += 1;
+                seen[lb.pick(&c, &[0, 0, 0], None).unwrap()] += 1;
             }
             assert!(seen.iter().all(|&n| n > 700), "{policy:?}: {seen:?}");
         }
@@ -180,7 +157,7 @@ mod tests {
         let c = cluster(LbPolicy::LeastRequest, &[1, 1]);
         let mut lb = LbState::new(&c);
         let busy = (0..1000)
-            .filter(|_| lb.pick(&c, &[5, 0]) == Some(0))
+            .filter(|_| lb.pick(&c, &[5, 0], None) == Some(0))
             .count();
         assert!(busy < 400, "{busy}");
     }

@@ -6,12 +6,18 @@
 mod attempt;
 mod conn;
 pub mod forward;
+mod hash_lb;
+pub mod hash_policy;
 mod headers;
 pub mod health;
 mod lb;
+mod mirror;
+pub mod outlier;
 mod pool;
+mod priority;
 mod reply;
 mod stats;
+mod xxhash;
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -25,6 +31,7 @@ use hoist_config::ConfigError;
 use hoist_stats::Store;
 use hoist_tls::client::UpstreamTls;
 
+pub use headers::{append_via, trusted_client_address};
 pub use pool::WorkerClusters;
 
 /// One endpoint of a cluster as configured.
@@ -39,6 +46,33 @@ pub struct EndpointInfo {
     pub stats: HostStats,
     /// Active health checking's verdict (always true without health checks).
     pub healthy: AtomicBool,
+    /// Outlier detection's counters and ejection flag.
+    pub outlier: outlier::HostMonitor,
+    /// The locality's priority (0 first).
+    pub priority: u32,
+}
+
+impl EndpointInfo {
+    /// Whether the balancers count this host as healthy: it passes its health checks and is
+    /// not ejected (Envoy's coarse health).
+    pub fn available(&self) -> bool {
+        self.healthy.load(Ordering::Relaxed) && !self.outlier.ejected()
+    }
+
+    /// /clusters' health_flags: "healthy", or each failure as `/flag`.
+    pub fn health_flags(&self) -> String {
+        let mut flags = String::new();
+        if !self.healthy.load(Ordering::Relaxed) {
+            flags.push_str("/failed_active_hc");
+        }
+        if self.outlier.ejected() {
+            flags.push_str("/failed_outlier_check");
+        }
+        if flags.is_empty() {
+            flags.push_str("healthy");
+        }
+        flags
+    }
 }
 
 /// A cluster's open connections, pending and active requests and active retries, shared by
@@ -121,6 +155,36 @@ pub struct ClusterInfo {
     pub resolve: bool,
     pub family: DnsLookupFamily,
     pub tls: Option<UpstreamTls>,
+    pub outlier: Option<outlier::Detector>,
+    /// Priority levels (the highest endpoint priority + 1).
+    pub priorities: u32,
+    /// `load_assignment.policy.overprovisioning_factor`, in percent.
+    pub overprovisioning_factor: u32,
+    /// RING_HASH's ring or MAGLEV's table, shared by the workers.
+    pub hash_table: Option<hash_lb::HashTable>,
+}
+
+impl ClusterInfo {
+    /// How many retries may be active now: max_retries, or with a retry budget its share of
+    /// the active and pending requests (at least min_retry_concurrency), as Envoy.
+    pub fn retry_limit(&self) -> u32 {
+        match self.limits.retry_budget {
+            None => self.limits.max_retries,
+            Some(b) => {
+                let r = &self.resources;
+                let active = r.requests.load(Ordering::Relaxed) + r.pending.load(Ordering::Relaxed);
+                let share = active.saturating_mul(u64::from(b.budget_basis_points)) / 10_000;
+                u32::try_from(share)
+                    .unwrap_or(u32::MAX)
+                    .max(b.min_retry_concurrency)
+            }
+        }
+    }
+
+    /// membership_healthy: hosts that pass their checks and are not ejected.
+    pub fn available_count(&self) -> u64 {
+        self.endpoints.iter().filter(|e| e.available()).count() as u64
+    }
 }
 
 /// Every cluster of the bootstrap, by name.
@@ -145,7 +209,7 @@ impl ClusterManager {
                 .map(|t| UpstreamTls::new(t, first))
                 .transpose()
                 .map_err(|e| ConfigError::new(format!("{}.transport_socket", c.yaml_path), e))?;
-            let endpoints = c
+            let endpoints: Vec<EndpointInfo> = c
                 .endpoints
                 .iter()
                 .map(|e| EndpointInfo {
@@ -160,8 +224,24 @@ impl ClusterManager {
                     stats: HostStats::default(),
                     // Envoy: a host must pass its first check before it counts as healthy.
                     healthy: AtomicBool::new(c.health_check.is_none()),
+                    outlier: outlier::HostMonitor::default(),
+                    priority: e.priority,
                 })
                 .collect();
+            let hash_table = match c.lb_policy {
+                LbPolicy::RingHash {
+                    min_ring_size,
+                    max_ring_size,
+                } => Some(hash_lb::HashTable::ring(
+                    &endpoints,
+                    min_ring_size,
+                    max_ring_size,
+                )),
+                LbPolicy::Maglev { table_size } => {
+                    Some(hash_lb::HashTable::maglev(&endpoints, table_size))
+                }
+                _ => None,
+            };
             out.by_name.insert(c.name.clone(), out.clusters.len());
             out.clusters.push(Arc::new(ClusterInfo {
                 name: c.name.clone(),
@@ -176,6 +256,17 @@ impl ClusterManager {
                 resolve: c.discovery != DiscoveryType::Static,
                 family: c.dns_lookup_family,
                 tls,
+                priorities: c
+                    .endpoints
+                    .iter()
+                    .map(|e| e.priority + 1)
+                    .max()
+                    .unwrap_or(1),
+                overprovisioning_factor: c.overprovisioning_factor,
+                hash_table,
+                outlier: c
+                    .outlier_detection
+                    .map(|o| outlier::Detector::new(o, c.endpoints.len(), Some(stats), &c.name)),
             }));
             stats::register(stats, c);
         }
@@ -195,6 +286,18 @@ impl ClusterManager {
         let mut s = String::new();
         for c in &self.clusters {
             s.push_str(&format!("{0}::observability_name::{0}\n", c.name));
+            if c.outlier.is_some() {
+                // Envoy prints these for a cluster with a detector; -1: no success rate
+                // computed (hoist has no success rate detection).
+                for name in [
+                    "success_rate_average",
+                    "success_rate_ejection_threshold",
+                    "local_origin_success_rate_average",
+                    "local_origin_success_rate_ejection_threshold",
+                ] {
+                    s.push_str(&format!("{}::outlier::{name}::-1\n", c.name));
+                }
+            }
             s.push_str(&format!("{}::added_via_api::false\n", c.name));
             for e in &c.endpoints {
                 let host = format!("{}::{}", c.name, e.label);
@@ -209,17 +312,15 @@ impl ClusterManager {
                         e.host.as_str()
                     }
                 ));
-                let flags = if e.healthy.load(Ordering::Relaxed) {
-                    "healthy"
-                } else {
-                    "/failed_active_hc"
-                };
-                s.push_str(&format!("{host}::health_flags::{flags}\n"));
+                s.push_str(&format!("{host}::health_flags::{}\n", e.health_flags()));
                 s.push_str(&format!("{host}::weight::{}\n", e.weight));
                 s.push_str(&format!(
                     "{host}::region::\n{host}::zone::\n{host}::sub_zone::\n"
                 ));
-                s.push_str(&format!("{host}::canary::false\n{host}::priority::0\n"));
+                s.push_str(&format!(
+                    "{host}::canary::false\n{host}::priority::{}\n",
+                    e.priority
+                ));
                 s.push_str(&format!(
                     "{host}::success_rate::-1\n{host}::local_origin_success_rate::-1\n"
                 ));
@@ -250,12 +351,9 @@ impl ClusterManager {
                         serde_json::json!({
                             "address": {"socket_address": {"address": e.host, "port_value": e.port}},
                             "stats": stats,
-                            "health_status": if e.healthy.load(Ordering::Relaxed) {
-                                serde_json::json!({"eds_health_status": "HEALTHY"})
-                            } else {
-                                serde_json::json!({"eds_health_status": "HEALTHY", "failed_active_health_check": true})
-                            },
+                            "health_status": health_status(e),
                             "weight": e.weight,
+                            "priority": e.priority,
                         })
                     })
                     .collect();
@@ -263,5 +361,58 @@ impl ClusterManager {
             })
             .collect();
         serde_json::json!({ "cluster_statuses": statuses })
+    }
+}
+
+/// Envoy's admin HostHealthStatus: the EDS status and each failed check.
+fn health_status(e: &EndpointInfo) -> serde_json::Value {
+    let mut v = serde_json::json!({"eds_health_status": "HEALTHY"});
+    if !e.healthy.load(Ordering::Relaxed) {
+        v["failed_active_health_check"] = serde_json::Value::Bool(true);
+    }
+    if e.outlier.ejected() {
+        v["failed_outlier_check"] = serde_json::Value::Bool(true);
+    }
+    v
+}
+
+#[cfg(test)]
+pub(crate) mod testing {
+    use super::*;
+    use std::time::Duration;
+
+    /// A STATIC cluster over 127.0.0.1 with one endpoint per weight, for unit tests.
+    pub fn cluster(policy: LbPolicy, weights: &[u32]) -> ClusterInfo {
+        ClusterInfo {
+            name: "c".into(),
+            endpoints: weights
+                .iter()
+                .enumerate()
+                .map(|(i, w)| EndpointInfo {
+                    host: "127.0.0.1".into(),
+                    port: 1000 + i as u16,
+                    weight: *w,
+                    label: format!("127.0.0.1:{}", 1000 + i),
+                    stats: Default::default(),
+                    healthy: std::sync::atomic::AtomicBool::new(true),
+                    outlier: Default::default(),
+                    priority: 0,
+                })
+                .collect(),
+            lb_policy: policy,
+            connect_timeout: Duration::from_secs(1),
+            idle_timeout: None,
+            max_requests_per_connection: None,
+            limits: Default::default(),
+            health_check: None,
+            resources: Default::default(),
+            resolve: false,
+            family: Default::default(),
+            tls: None,
+            outlier: None,
+            hash_table: None,
+            priorities: 1,
+            overprovisioning_factor: 140,
+        }
     }
 }

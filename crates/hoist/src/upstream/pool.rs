@@ -145,13 +145,14 @@ impl Drop for Pending<'_> {
 }
 
 impl WorkerCluster {
-    /// Chooses the endpoint for a request and counts the request on it.
-    pub fn pick(self: &Rc<Self>) -> Result<ActiveRequest, PickError> {
+    /// Chooses the endpoint for a request and counts the request on it. `hash`: the route's
+    /// hash_policy result, for RING_HASH and MAGLEV clusters.
+    pub fn pick(self: &Rc<Self>, hash: Option<u64>) -> Result<ActiveRequest, PickError> {
         let endpoint = {
             let active = self.active.borrow();
             self.lb
                 .borrow_mut()
-                .pick(&self.info, &active)
+                .pick(&self.info, &active, hash)
                 .ok_or(PickError::NoEndpoint)?
         };
         let res = &self.info.resources;

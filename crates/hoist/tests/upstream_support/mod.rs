@@ -7,6 +7,8 @@ use std::io::{BufRead, BufReader};
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
 
+pub mod client;
+
 use crate::support::Cert;
 
 /// A running origin.py; killed when dropped.
@@ -66,9 +68,27 @@ pub fn cluster(name: &str, endpoints: &[(u16, u32)], extra: &str) -> String {
     )
 }
 
+/// As cluster, with each endpoint in a locality of its priority: `(port, priority)`.
+pub fn cluster_by_priority(name: &str, endpoints: &[(u16, u32)], extra: &str) -> String {
+    let mut e = String::new();
+    for (port, priority) in endpoints {
+        e.push_str(&format!(
+            "      - priority: {priority}\n        lb_endpoints:\n        - endpoint: {{address: {{socket_address: {{address: 127.0.0.1, port_value: {port}}}}}}}\n"
+        ));
+    }
+    format!(
+        "  - name: {name}\n{extra}    load_assignment:\n      cluster_name: {name}\n      endpoints:\n{e}"
+    )
+}
+
 /// A connection manager with `routes` (YAML list items indented by 8), an access log to
 /// `log`, use_remote_address; `extra` lines are indented by 10.
 fn hcm(routes: &str, log: &Path, extra: &str) -> String {
+    hcm_with(routes, log, extra, "")
+}
+
+/// As hcm, with `vhost` lines (indented by 14) in the virtual host.
+fn hcm_with(routes: &str, log: &Path, extra: &str, vhost: &str) -> String {
     format!(
         r#"      - name: envoy.filters.network.http_connection_manager
         typed_config:
@@ -84,7 +104,7 @@ fn hcm(routes: &str, log: &Path, extra: &str) -> String {
             virtual_hosts:
             - name: all
               domains: ["*"]
-              routes:
+{vhost}              routes:
 {routes}          http_filters:
           - name: envoy.filters.http.router
             typed_config: {{"@type": type.googleapis.com/envoy.extensions.filters.http.router.v3.Router}}
@@ -129,6 +149,22 @@ pub fn config(routes: &str, clusters: &str, log: &Path, tls: Option<&Cert>) -> S
     }
     format!(
         "admin:\n  address: {{socket_address: {{address: 127.0.0.1, port_value: 0}}}}\nstatic_resources:\n  listeners:\n{listeners}  clusters:\n{clusters}"
+    )
+}
+
+/// A bootstrap with one plain listener "plain" whose connection manager has `hcm_extra` lines
+/// (indented by 10, e.g. `via` or use_remote_address's companions) and whose virtual host has
+/// `vhost_extra` lines (indented by 14).
+pub fn config_with(
+    routes: &str,
+    clusters: &str,
+    log: &Path,
+    hcm_extra: &str,
+    vhost_extra: &str,
+) -> String {
+    format!(
+        "admin:\n  address: {{socket_address: {{address: 127.0.0.1, port_value: 0}}}}\nstatic_resources:\n  listeners:\n  - name: plain\n    address: {{socket_address: {{address: 127.0.0.1, port_value: 0}}}}\n    filter_chains:\n    - filters:\n{}  clusters:\n{clusters}",
+        hcm_with(routes, log, hcm_extra, vhost_extra)
     )
 }
 

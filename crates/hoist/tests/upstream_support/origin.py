@@ -9,6 +9,8 @@ Prints its port on the first line of stdout, then serves until killed. Paths:
   /malformed           a response that is not HTTP
   /reset               closes the connection without answering
   /status?code=N       an empty response with that status
+  /fail?origin=X&code=N  status N if this origin is named X, else as /echo
+  /seen                the method, path and host of every request before this one (JSON)
 """
 import hashlib, json, socket, ssl, sys, threading, time
 from urllib.parse import urlparse, parse_qs
@@ -20,6 +22,7 @@ TLS = sys.argv[2:4] if len(sys.argv) >= 4 else None
 BLOCK = hashlib.sha256(b"seed").digest() * 31250 + b"x" * 3  # 1_000_003 bytes
 connections = 0
 lock = threading.Lock()
+seen = []
 
 
 def pattern(n):
@@ -86,6 +89,13 @@ def serve(conn, number):
         method, target, headers = req
         url = urlparse(target)
         q = {k: v[0] for k, v in parse_qs(url.query).items()}
+        if url.path == "/seen":
+            with lock:
+                body = json.dumps(seen).encode()
+            send(conn, 200, body, [("content-type", "application/json")])
+            continue
+        with lock:
+            seen.append({"method": method, "path": target, "host": headers.get("host")})
         if url.path == "/upload":
             h = hashlib.sha256()
             n = 0
@@ -115,6 +125,8 @@ def serve(conn, number):
             return
         elif url.path == "/reset":
             return
+        elif url.path == "/fail" and q.get("origin") == NAME:
+            send(conn, int(q.get("code", "500")))
         elif url.path == "/status":
             send(conn, int(q.get("code", "200")))
         else:
