@@ -6,7 +6,7 @@
 
 use std::sync::Arc;
 
-use hoist_config::model::{DataSource, SanType, UpstreamTlsContext};
+use hoist_config::model::{DataSource, SanType, TlsVersion, UpstreamTlsContext};
 use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
 use rustls::client::{verify_server_cert_signed_by_trust_anchor, verify_server_name};
 use rustls::crypto::{verify_tls12_signature, verify_tls13_signature, CryptoProvider};
@@ -29,8 +29,18 @@ impl UpstreamTls {
         // Without sni nothing is sent; the name only keys rustls' session cache.
         let server_name = ServerName::try_from(name.to_owned())
             .unwrap_or_else(|_| ServerName::IpAddress(std::net::Ipv4Addr::UNSPECIFIED.into()));
-        let mut config = client_config(t.trusted_ca.as_ref(), &t.subject_alt_names)?;
+        let versions = versions(t.min_version, t.max_version)?;
+        let mut config = client_config(t.trusted_ca.as_ref(), &t.subject_alt_names, &versions)?;
         config.enable_sni = t.sni.is_some();
+        config.alpn_protocols = t
+            .alpn_protocols
+            .iter()
+            .map(|p| p.as_bytes().to_vec())
+            .collect();
+        // Kernel TLS takes the keys out of rustls after the handshake (offload/switch.rs);
+        // user-space connections are unaffected. 0-RTT stays off (rustls' default): early data
+        // would precede the kernel's keys.
+        config.enable_secret_extraction = true;
         Ok(UpstreamTls {
             config: Arc::new(config),
             server_name,
@@ -38,9 +48,28 @@ impl UpstreamTls {
     }
 }
 
+/// The rustls versions of a tls_params range (hoist speaks 1.2 and 1.3).
+fn versions(
+    min: TlsVersion,
+    max: TlsVersion,
+) -> Result<Vec<&'static rustls::SupportedProtocolVersion>, String> {
+    let mut out = Vec::new();
+    if min <= TlsVersion::Tls1_3 && max >= TlsVersion::Tls1_3 {
+        out.push(&rustls::version::TLS13);
+    }
+    if min <= TlsVersion::Tls1_2 && max >= TlsVersion::Tls1_2 {
+        out.push(&rustls::version::TLS12);
+    }
+    if out.is_empty() {
+        return Err("tls_params: no TLS version hoist speaks (1.2, 1.3) in range".into());
+    }
+    Ok(out)
+}
+
 fn client_config(
     trusted_ca: Option<&DataSource>,
     sans: &[hoist_config::model::SanMatch],
+    versions: &[&'static rustls::SupportedProtocolVersion],
 ) -> Result<rustls::ClientConfig, String> {
     let provider = Arc::new(rustls::crypto::aws_lc_rs::default_provider());
     let roots = match trusted_ca {
@@ -81,9 +110,9 @@ fn client_config(
         names,
         provider: provider.clone(),
     });
-    // Envoy's client default: TLS 1.2 at most, unless tls_params say otherwise.
+    // Envoy's client default is TLS 1.2 at most; tls_params may say otherwise (decoded so).
     let config = rustls::ClientConfig::builder_with_provider(provider)
-        .with_protocol_versions(&[&rustls::version::TLS12])
+        .with_protocol_versions(versions)
         .map_err(|e| format!("TLS client: {e}"))?
         .dangerous()
         .with_custom_certificate_verifier(verifier)

@@ -4,11 +4,11 @@
 
 use std::net::IpAddr;
 
-use super::tls::validation_context;
+use super::tls::{tls_params, validation_context};
 use crate::extension::{select, Kind, Slot};
 use crate::model::{
     CircuitBreakers, Cluster, DiscoveryType, DnsLookupFamily, Endpoint, HealthCheck,
-    HttpHealthCheck, LbPolicy, UpstreamTlsContext, DEFAULT_CONNECT_TIMEOUT,
+    HttpHealthCheck, LbPolicy, TlsParams, TlsVersion, UpstreamTlsContext, DEFAULT_CONNECT_TIMEOUT,
     DEFAULT_UPSTREAM_IDLE_TIMEOUT,
 };
 use crate::reader::{Message, Node, Result};
@@ -446,11 +446,15 @@ fn upstream_tls_context(mut m: Message) -> Result<UpstreamTlsContext> {
         }
         None => None,
     };
+    let mut params = TlsParams {
+        max_version: TlsVersion::Tls1_2,
+        ..TlsParams::default()
+    };
+    let mut alpn_protocols = Vec::new();
     let (trusted_ca, subject_alt_names) = match m.field("common_tls_context")? {
         Some(n) => {
             let mut c = n.message()?;
             c.unsupported(&[
-                "tls_params",
                 "tls_certificates",
                 "tls_certificate_sds_secret_configs",
                 "tls_certificate_provider_instance",
@@ -461,10 +465,19 @@ fn upstream_tls_context(mut m: Message) -> Result<UpstreamTlsContext> {
                 "combined_validation_context",
                 "validation_context_certificate_provider",
                 "validation_context_certificate_provider_instance",
-                "alpn_protocols",
                 "custom_handshaker",
                 "key_log",
             ])?;
+            if let Some(n) = c.field("tls_params")? {
+                params = upstream_tls_params(&n)?;
+            }
+            for item in c.list("alpn_protocols")? {
+                let p = item.string()?;
+                if p.is_empty() || p.len() > 255 {
+                    return Err(item.error("an ALPN protocol name is 1 to 255 bytes"));
+                }
+                alpn_protocols.push(p);
+            }
             let v = c
                 .field("validation_context")?
                 .map(|n| validation_context(&n))
@@ -482,8 +495,30 @@ fn upstream_tls_context(mut m: Message) -> Result<UpstreamTlsContext> {
         sni,
         trusted_ca,
         subject_alt_names,
+        min_version: params.min_version,
+        max_version: params.max_version,
+        alpn_protocols,
         yaml_path,
     })
+}
+
+/// `tls_params` of an upstream: versions only. Envoy's client maximum is TLS 1.2 unless set
+/// (or unless the minimum is 1.3).
+fn upstream_tls_params(n: &Node) -> Result<TlsParams> {
+    let mut p = tls_params(n)?;
+    if !p.cipher_suites.is_empty() || !p.ecdh_curves.is_empty() {
+        return Err(n.error(
+            "upstream tls_params: cipher_suites and ecdh_curves are not supported (versions only)",
+        ));
+    }
+    let explicit_max = n
+        .message()?
+        .field("tls_maximum_protocol_version")?
+        .is_some();
+    if !explicit_max && p.min_version < TlsVersion::Tls1_3 {
+        p.max_version = TlsVersion::Tls1_2;
+    }
+    Ok(p)
 }
 
 #[cfg(test)]

@@ -12,6 +12,7 @@ mod lb;
 mod pool;
 mod reply;
 mod stats;
+mod tls;
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -19,7 +20,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use hoist_config::model::{
-    CircuitBreakers, Cluster, DiscoveryType, DnsLookupFamily, HealthCheck, LbPolicy,
+    CircuitBreakers, Cluster, DiscoveryType, DnsLookupFamily, HealthCheck, LbPolicy, TlsOffloadMode,
 };
 use hoist_config::ConfigError;
 use hoist_stats::Store;
@@ -121,6 +122,8 @@ pub struct ClusterInfo {
     pub resolve: bool,
     pub family: DnsLookupFamily,
     pub tls: Option<UpstreamTls>,
+    /// `--tls-offload`: whether upstream TLS connections go to the kernel (tls.rs).
+    pub offload_mode: TlsOffloadMode,
 }
 
 /// Every cluster of the bootstrap, by name.
@@ -132,7 +135,11 @@ pub struct ClusterManager {
 }
 
 impl ClusterManager {
-    pub fn build(clusters: &[Cluster], stats: &Arc<Store>) -> Result<ClusterManager, ConfigError> {
+    pub fn build(
+        clusters: &[Cluster],
+        stats: &Arc<Store>,
+        offload_mode: TlsOffloadMode,
+    ) -> Result<ClusterManager, ConfigError> {
         let mut out = ClusterManager {
             stats: Some(stats.clone()),
             ..ClusterManager::default()
@@ -176,6 +183,7 @@ impl ClusterManager {
                 resolve: c.discovery != DiscoveryType::Static,
                 family: c.dns_lookup_family,
                 tls,
+                offload_mode,
             }));
             stats::register(stats, c);
         }

@@ -1,9 +1,12 @@
 //! `cluster.<name>.*`: Envoy's cluster stats that hoist keeps, bound per worker.
 
+use std::rc::Rc;
 use std::sync::Arc;
 
 use hoist_config::model::Cluster;
 use hoist_stats::{ImportMode, Store, WorkerCounter, WorkerGauge};
+
+use super::tls::UpstreamTlsStats;
 
 pub struct ClusterStats {
     pub upstream_cx_total: WorkerCounter,
@@ -26,6 +29,8 @@ pub struct ClusterStats {
     pub upstream_rq_retry: WorkerCounter,
     pub upstream_rq_retry_success: WorkerCounter,
     pub upstream_rq_retry_limit_exceeded: WorkerCounter,
+    /// `ssl.*` of a cluster with an UpstreamTlsContext (tls.rs).
+    pub tls: Option<Rc<UpstreamTlsStats>>,
 }
 
 const COUNTERS: [&str; 18] = [
@@ -56,6 +61,11 @@ pub fn register(store: &Arc<Store>, c: &Cluster) {
     for name in COUNTERS {
         store.counter(&format!("{scope}{name}"));
     }
+    if c.tls.is_some() {
+        for name in super::tls::COUNTERS {
+            store.counter(&format!("{scope}{name}"));
+        }
+    }
     for name in ["upstream_cx_active", "upstream_rq_active"] {
         store.gauge(&format!("{scope}{name}"), ImportMode::Accumulate);
     }
@@ -71,7 +81,7 @@ pub fn register(store: &Arc<Store>, c: &Cluster) {
 }
 
 impl ClusterStats {
-    pub fn new(store: &Arc<Store>, cluster: &str, slot: usize) -> ClusterStats {
+    pub fn new(store: &Arc<Store>, cluster: &str, slot: usize, tls: bool) -> ClusterStats {
         let scope = format!("cluster.{cluster}.");
         let c = |n: &str| store.counter(&format!("{scope}{n}")).bind(slot);
         let g = |n: &str| {
@@ -100,6 +110,7 @@ impl ClusterStats {
             upstream_rq_retry: c("upstream_rq_retry"),
             upstream_rq_retry_success: c("upstream_rq_retry_success"),
             upstream_rq_retry_limit_exceeded: c("upstream_rq_retry_limit_exceeded"),
+            tls: tls.then(|| Rc::new(UpstreamTlsStats::new(store, &scope, slot))),
         }
     }
 
