@@ -6,7 +6,7 @@
 
 use std::sync::Arc;
 
-use hoist_config::model::{DataSource, SanType, TlsVersion, UpstreamTlsContext};
+use hoist_config::model::{DataSource, SanType, TlsOffloadMode, TlsVersion, UpstreamTlsContext};
 use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
 use rustls::client::{verify_server_cert_signed_by_trust_anchor, verify_server_name};
 use rustls::crypto::{verify_tls12_signature, verify_tls13_signature, CryptoProvider};
@@ -19,6 +19,9 @@ use rustls::{DigitallySignedStruct, RootCertStore, SignatureScheme};
 pub struct UpstreamTls {
     pub config: Arc<rustls::ClientConfig>,
     pub server_name: ServerName<'static>,
+    /// Whether connections go to kernel TLS after the handshake (the process-wide
+    /// `--tls-offload`; `auto` unless the owner sets it).
+    pub offload_mode: TlsOffloadMode,
 }
 
 impl UpstreamTls {
@@ -44,6 +47,7 @@ impl UpstreamTls {
         Ok(UpstreamTls {
             config: Arc::new(config),
             server_name,
+            offload_mode: TlsOffloadMode::Auto,
         })
     }
 }

@@ -12,7 +12,7 @@ use hoist_config::model::DnsLookupFamily;
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::net::TcpStream;
 
-use hoist_tls::{ClientKtlsTransport, ClientUserTlsTransport, Transport};
+use hoist_tls::{ClientKtlsTransport, ClientUserTlsTransport};
 
 use super::tls::{handshake, UpstreamTlsStats};
 use super::{ClusterInfo, EndpointInfo};
@@ -54,7 +54,7 @@ pub async fn connect_with(
         let _ = tcp.set_nodelay(true);
         match &cluster.tls {
             None => Ok(UpstreamStream::Plain(tcp)),
-            Some(tls) => handshake(tcp, tls, cluster.offload_mode, tls_stats).await,
+            Some(tls) => handshake(&cluster.name, tcp, tls, tls_stats).await,
         }
     };
     // Envoy's connect_timeout covers the TCP connect and the TLS handshake.

@@ -121,9 +121,8 @@ pub struct ClusterInfo {
     /// Host names are resolved at connect time (STRICT_DNS, LOGICAL_DNS).
     pub resolve: bool,
     pub family: DnsLookupFamily,
+    /// With `offload_mode` set from `--tls-offload` (tls.rs).
     pub tls: Option<UpstreamTls>,
-    /// `--tls-offload`: whether upstream TLS connections go to the kernel (tls.rs).
-    pub offload_mode: TlsOffloadMode,
 }
 
 /// Every cluster of the bootstrap, by name.
@@ -149,7 +148,12 @@ impl ClusterManager {
             let tls = c
                 .tls
                 .as_ref()
-                .map(|t| UpstreamTls::new(t, first))
+                .map(|t| {
+                    UpstreamTls::new(t, first).map(|mut u| {
+                        u.offload_mode = offload_mode;
+                        u
+                    })
+                })
                 .transpose()
                 .map_err(|e| ConfigError::new(format!("{}.transport_socket", c.yaml_path), e))?;
             let endpoints = c
@@ -183,7 +187,6 @@ impl ClusterManager {
                 resolve: c.discovery != DiscoveryType::Static,
                 family: c.dns_lookup_family,
                 tls,
-                offload_mode,
             }));
             stats::register(stats, c);
         }

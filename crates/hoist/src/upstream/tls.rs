@@ -107,11 +107,11 @@ impl UpstreamTlsStats {
     }
 }
 
-/// Handshake on a connected `tcp`, then kernel or user-space TLS by `mode`.
+/// Handshake on a connected `tcp`, then kernel or user-space TLS by `tls.offload_mode`.
 pub async fn handshake(
+    cluster: &str,
     tcp: TcpStream,
     tls: &UpstreamTls,
-    mode: TlsOffloadMode,
     stats: Option<&Rc<UpstreamTlsStats>>,
 ) -> Result<UpstreamStream, ConnectError> {
     let established =
@@ -135,6 +135,7 @@ pub async fn handshake(
             s.dynamic(kind, reason.as_str());
         }
     };
+    let mode = tls.offload_mode;
     let caps = offload::capabilities();
     let plan = offload::plan(
         mode,
@@ -149,6 +150,12 @@ pub async fn handshake(
                 match (tcp.local_addr(), tcp.peer_addr()) {
                     (Ok(local), Ok(remote)) => {
                         let observed = offload::observe(local, remote);
+                        tracing::debug!(
+                            "cluster {cluster}: upstream kTLS on, tx {} rx {} (from {})",
+                            observed.tx.as_str(),
+                            observed.rx.as_str(),
+                            observed.source
+                        );
                         if let Some(s) = stats {
                             s.observed(&observed);
                         }
@@ -172,6 +179,7 @@ pub async fn handshake(
                 reason,
                 error,
             }) => {
+                tracing::debug!("cluster {cluster}: upstream kTLS {reason} ({error})");
                 if mode == TlsOffloadMode::Require {
                     count("offload.closed", reason);
                     return Err(ConnectError::Failed(format!(
