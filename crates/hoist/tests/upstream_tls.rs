@@ -137,7 +137,10 @@ fn offload_off_and_require() {
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(text.starts_with("HTTP/1.1 503"), "{text}");
     assert!(text.contains("kernel TLS required"), "{text}");
-    assert_eq!(h.stat("cluster.c12.ssl.offload.closed.kernel_unsupported"), 1);
+    assert_eq!(
+        h.stat("cluster.c12.ssl.offload.closed.kernel_unsupported"),
+        1
+    );
     assert_eq!(h.stat("cluster.c12.ssl.offload.none"), 0);
     // The access log is written after the response: wait for its line (a liveness bound).
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);

@@ -663,6 +663,50 @@ mod tests {
     }
 
     #[test]
+    fn upstream_tls_versions_and_alpn() {
+        let with = |common: serde_json::Value| {
+            decode(
+                json!([{"name": "a", "load_assignment": endpoint("127.0.0.1", 443),
+                "transport_socket": {"name": "envoy.transport_sockets.tls", "typed_config": {
+                    "@type": "type.googleapis.com/envoy.extensions.transport_sockets.tls.v3.UpstreamTlsContext",
+                    "common_tls_context": common}}}]),
+            )
+        };
+        let tls = |c: Vec<Cluster>| c[0].tls.clone().unwrap();
+        // Envoy's client default: TLS 1.2 only.
+        let t = tls(with(json!({})).unwrap());
+        assert_eq!(
+            (t.min_version, t.max_version),
+            (TlsVersion::Tls1_2, TlsVersion::Tls1_2)
+        );
+        assert!(t.alpn_protocols.is_empty());
+        let t = tls(with(
+            json!({"tls_params": {"tls_maximum_protocol_version": "TLSv1_3"},
+            "alpn_protocols": ["h2", "http/1.1"]}),
+        )
+        .unwrap());
+        assert_eq!(
+            (t.min_version, t.max_version),
+            (TlsVersion::Tls1_2, TlsVersion::Tls1_3)
+        );
+        assert_eq!(t.alpn_protocols, ["h2", "http/1.1"]);
+        let t =
+            tls(with(json!({"tls_params": {"tls_minimum_protocol_version": "TLSv1_3"}})).unwrap());
+        assert_eq!(
+            (t.min_version, t.max_version),
+            (TlsVersion::Tls1_3, TlsVersion::Tls1_3)
+        );
+        let err = with(json!({"tls_params": {"cipher_suites": ["ECDHE-RSA-AES128-GCM-SHA256"]}}))
+            .unwrap_err();
+        assert!(
+            err.contains("cipher_suites and ecdh_curves are not supported"),
+            "{err}"
+        );
+        let err = with(json!({"alpn_protocols": [""]})).unwrap_err();
+        assert!(err.contains("1 to 255 bytes"), "{err}");
+    }
+
+    #[test]
     fn duplicate_names_and_eds_are_refused() {
         let one = json!({"name": "a", "load_assignment": endpoint("127.0.0.1", 1)});
         let err = decode(json!([one.clone(), one])).unwrap_err();
