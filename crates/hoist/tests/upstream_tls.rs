@@ -154,3 +154,134 @@ fn offload_off_and_require() {
         std::thread::sleep(std::time::Duration::from_millis(100));
     }
 }
+
+/// nginx requiring a client certificate signed by `client_ca`; answers with the subject it saw.
+struct MtlsNginx {
+    child: std::process::Child,
+    port: u16,
+}
+
+impl MtlsNginx {
+    fn start(dir: &TempDir, server: &support::Cert, client_ca: &Path) -> MtlsNginx {
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let prefix = dir.path("nginx");
+        std::fs::create_dir_all(prefix.join("logs")).unwrap();
+        let conf = dir.write(
+            "nginx.conf",
+            format!(
+                r#"worker_processes 1;
+pid {prefix}/nginx.pid;
+error_log stderr warn;
+events {{ worker_connections 64; }}
+http {{
+    access_log off;
+    client_body_temp_path {prefix}/body;
+    proxy_temp_path {prefix}/proxy;
+    fastcgi_temp_path {prefix}/fastcgi;
+    uwsgi_temp_path {prefix}/uwsgi;
+    scgi_temp_path {prefix}/scgi;
+    server {{
+        listen 127.0.0.1:{port} ssl;
+        ssl_certificate {cert};
+        ssl_certificate_key {key};
+        ssl_client_certificate {ca};
+        ssl_verify_client on;
+        location / {{ return 200 "verify=$ssl_client_verify dn=$ssl_client_s_dn\n"; }}
+    }}
+}}
+"#,
+                prefix = prefix.display(),
+                cert = server.cert.display(),
+                key = server.key.display(),
+                ca = client_ca.display(),
+            ),
+        );
+        let child = std::process::Command::new("/usr/sbin/nginx")
+            .args(["-p", prefix.to_str().unwrap(), "-c", conf.to_str().unwrap()])
+            .args(["-e", "stderr", "-g", "daemon off;"])
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .expect("nginx is installed");
+        // A liveness bound for nginx's start, not a timing assertion.
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+            assert!(std::time::Instant::now() < deadline, "nginx did not start");
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+        MtlsNginx { child, port }
+    }
+}
+
+impl Drop for MtlsNginx {
+    fn drop(&mut self) {
+        // SIGTERM: the master stops its workers with it.
+        let _ = std::process::Command::new("kill")
+            .arg("-TERM")
+            .arg(self.child.id().to_string())
+            .status();
+        let _ = self.child.wait();
+    }
+}
+
+#[test]
+fn mtls_client_certificate_toward_nginx_verify_client() {
+    let dir = TempDir::new("up-mtls");
+    let server_dir = TempDir::new("up-mtls-server");
+    let client_dir = TempDir::new("up-mtls-client");
+    let (server_ca, server_cert) = upstream_support::ca_and_leaf(&server_dir, "origin.test");
+    let (client_ca, client_cert) = upstream_support::ca_and_leaf(&client_dir, "hoist.test");
+    let nginx = MtlsNginx::start(&dir, &server_cert, &client_ca);
+    let cert = |c: &support::Cert| {
+        format!(
+            "          tls_certificates:\n          - certificate_chain: {{filename: {}}}\n            private_key: {{filename: {}}}\n",
+            c.cert.display(),
+            c.key.display()
+        )
+    };
+    let ctx = |certs: &str| {
+        format!(
+            r#"    transport_socket:
+      name: envoy.transport_sockets.tls
+      typed_config:
+        "@type": type.googleapis.com/envoy.extensions.transport_sockets.tls.v3.UpstreamTlsContext
+        sni: origin.test
+        common_tls_context:
+{certs}          validation_context:
+            trusted_ca: {{filename: {}}}
+"#,
+            server_ca.display()
+        )
+    };
+    let clusters = cluster("mtls", &[(nginx.port, 1)], &ctx(&cert(&client_cert)))
+        + &cluster("anon", &[(nginx.port, 1)], &ctx(""))
+        // A certificate from a CA nginx does not trust.
+        + &cluster("stranger", &[(nginx.port, 1)], &ctx(&cert(&server_cert)));
+    let routes = route("{prefix: /anon}", "{cluster: anon}")
+        + &route("{prefix: /stranger}", "{cluster: stranger}")
+        + &route("{prefix: /}", "{cluster: mtls}");
+    let log = dir.path("access.log");
+    let cfg = dir.write("hoist.yaml", config(&routes, &clusters, &log, None));
+    let h = Hoist::start(&cfg, &["--concurrency", "1"]);
+    let get = |path: &str| {
+        let out = curl(&["-i", &format!("http://{}{path}", h.addr("plain"))]);
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    let ok = get("/");
+    assert!(ok.starts_with("HTTP/1.1 200"), "{ok}");
+    assert!(ok.contains("verify=SUCCESS dn="), "{ok}");
+    // nginx answers 400 without a (trusted) client certificate.
+    let anon = get("/anon");
+    assert!(anon.starts_with("HTTP/1.1 400"), "{anon}");
+    assert!(
+        anon.contains("No required SSL certificate was sent"),
+        "{anon}"
+    );
+    let stranger = get("/stranger");
+    assert!(stranger.starts_with("HTTP/1.1 400"), "{stranger}");
+    assert!(stranger.contains("certificate error"), "{stranger}");
+}

@@ -4,7 +4,7 @@
 
 use std::net::IpAddr;
 
-use super::tls::{tls_params, validation_context};
+use super::tls::{tls_certificate, tls_params, validation_context};
 use crate::extension::{select, Kind, Slot};
 use crate::model::{
     CircuitBreakers, Cluster, DiscoveryType, DnsLookupFamily, Endpoint, HealthCheck,
@@ -451,11 +451,11 @@ fn upstream_tls_context(mut m: Message) -> Result<UpstreamTlsContext> {
         ..TlsParams::default()
     };
     let mut alpn_protocols = Vec::new();
+    let mut client_certificate = None;
     let (trusted_ca, subject_alt_names) = match m.field("common_tls_context")? {
         Some(n) => {
             let mut c = n.message()?;
             c.unsupported(&[
-                "tls_certificates",
                 "tls_certificate_sds_secret_configs",
                 "tls_certificate_provider_instance",
                 "custom_tls_certificate_selector",
@@ -470,6 +470,13 @@ fn upstream_tls_context(mut m: Message) -> Result<UpstreamTlsContext> {
             ])?;
             if let Some(n) = c.field("tls_params")? {
                 params = upstream_tls_params(&n)?;
+            }
+            let certs = c.list("tls_certificates")?;
+            if certs.len() > 1 {
+                return Err(c.error("an upstream presents at most one client certificate"));
+            }
+            if let Some(n) = certs.first() {
+                client_certificate = Some(tls_certificate(n)?);
             }
             for item in c.list("alpn_protocols")? {
                 let p = item.string()?;
@@ -498,6 +505,7 @@ fn upstream_tls_context(mut m: Message) -> Result<UpstreamTlsContext> {
         min_version: params.min_version,
         max_version: params.max_version,
         alpn_protocols,
+        client_certificate,
         yaml_path,
     })
 }

@@ -149,7 +149,7 @@ pub(crate) fn tls_params(node: &Node) -> Result<TlsParams> {
     })
 }
 
-fn tls_certificate(node: &Node) -> Result<TlsCertificate> {
+pub(crate) fn tls_certificate(node: &Node) -> Result<TlsCertificate> {
     let mut m = node.message()?;
     m.unsupported(&[
         "pkcs12",

@@ -4,7 +4,7 @@
 use std::time::Duration;
 
 use super::core::DataSource;
-use super::tls::{SanMatch, TlsVersion};
+use super::tls::{SanMatch, TlsCertificate, TlsVersion};
 
 /// Envoy's default `connect_timeout`.
 pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
@@ -114,6 +114,8 @@ pub struct UpstreamTlsContext {
     pub max_version: TlsVersion,
     /// `common_tls_context.alpn_protocols`, offered in this order; empty: no ALPN.
     pub alpn_protocols: Vec<String>,
+    /// `common_tls_context.tls_certificates[0]`: the client certificate for mTLS.
+    pub client_certificate: Option<TlsCertificate>,
     pub yaml_path: String,
 }
 
