@@ -13,6 +13,8 @@
 //!   TLS ([`offload::KtlsTransport`]).
 //! - [`offload`]: kernel TLS: the capability probe, the switch after the handshake, the
 //!   transport, and the per-socket software/hardware state.
+//! - [`splice`]: bodies forwarded socket -> pipe -> socket with splice(2) (plain and kernel
+//!   TLS on both ends).
 //! - [`file`]: file-backed payloads (mapped once, sent with sendfile or encrypted in place).
 //! - [`names`]: rustls enums under the names Envoy's stats use.
 //!
@@ -32,6 +34,7 @@ pub mod plain;
 mod record;
 pub mod server_config;
 pub mod side;
+pub mod splice;
 pub mod transport;
 pub mod userspace;
 mod x509;

@@ -91,6 +91,12 @@ pub trait Sys {
     ) -> io::Result<usize>;
     /// Waits (WouldBlock) until everything accepted is on its way. The kernel sends on its
     /// own, so the real call has nothing to do; an emulated kernel in user space does.
+    /// Whether bodies may be spliced into the socket (the real kernel encrypts them; the
+    /// test emulator cannot see them).
+    fn can_splice(&self) -> bool {
+        false
+    }
+
     fn flush(&self, _fd: BorrowedFd<'_>) -> io::Result<()> {
         Ok(())
     }
@@ -101,6 +107,10 @@ pub trait Sys {
 pub struct Linux;
 
 impl Sys for Linux {
+    fn can_splice(&self) -> bool {
+        true
+    }
+
     fn attach_ulp(&self, fd: BorrowedFd<'_>) -> io::Result<()> {
         setsockopt_bytes(fd, libc::SOL_TCP, TCP_ULP, b"tls")
     }

@@ -13,7 +13,7 @@
 use std::collections::VecDeque;
 use std::future::poll_fn;
 use std::io::{self, IoSlice};
-use std::os::fd::AsFd;
+use std::os::fd::{AsFd, BorrowedFd};
 use std::pin::Pin;
 use std::task::{ready, Context, Poll};
 
@@ -29,6 +29,7 @@ use super::sys::{Linux, Sys, RECORD_APPLICATION_DATA};
 use super::{ErrorReason, EventSink, OffloadEvent};
 use crate::file::FileRegion;
 use crate::side::Side;
+use crate::splice::{poll_splice_into, SpliceSink, SpliceSource, Spliced};
 use crate::transport::{TlsInfo, Transport};
 
 /// Below this much room in the caller's buffer, reads go through an internal buffer, so that
@@ -499,5 +500,55 @@ impl<S: Sys + Unpin, C: Side> Transport for KtlsTransport<S, C> {
 
     fn tls_info(&self) -> Option<&TlsInfo> {
         Some(&self.info)
+    }
+
+    fn can_splice(&self) -> bool {
+        self.sys.can_splice()
+    }
+
+    async fn splice_from<'a>(
+        &'a mut self,
+        src: &'a SpliceSource,
+        len: u64,
+        moved: &'a mut u64,
+    ) -> io::Result<Spliced> {
+        crate::splice::forward(src, self, len, moved).await
+    }
+}
+
+/// The kernel encrypts what is spliced in; hoist still sends its control records first and
+/// counts the records against the key's budget.
+impl<S: Sys + Unpin, C: Side> SpliceSink for KtlsTransport<S, C> {
+    fn poll_splice_out(
+        &mut self,
+        cx: &mut Context<'_>,
+        pipe: BorrowedFd<'_>,
+        n: usize,
+        more: bool,
+    ) -> Poll<io::Result<usize>> {
+        ready!(self.poll_pending(cx))?;
+        self.check_writable()?;
+        let allowance = ready!(self.poll_allowance(cx))?;
+        match ready!(poll_splice_into(
+            &self.tcp,
+            cx,
+            pipe,
+            n.min(allowance),
+            more
+        )) {
+            Ok(k) => {
+                self.budget.charge(k);
+                Poll::Ready(Ok(k))
+            }
+            Err(e) => Poll::Ready(Err(self.write_failed(e))),
+        }
+    }
+}
+
+impl<S: Sys, C: Side> KtlsTransport<S, C> {
+    /// Plaintext or part of a control record already read into user space: the next bytes
+    /// of the stream are not all in the socket.
+    pub fn read_buffered(&self) -> bool {
+        self.leftover_pos < self.leftover.len() || !self.partial.is_empty()
     }
 }

@@ -12,6 +12,7 @@ use hoist_config::model::DnsLookupFamily;
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::net::TcpStream;
 
+use hoist_tls::splice::SpliceSource;
 use hoist_tls::{ClientKtlsTransport, ClientUserTlsTransport};
 
 use super::tls::{handshake, UpstreamTlsStats};
@@ -100,6 +101,17 @@ impl UpstreamStream {
 }
 
 impl UpstreamStream {
+    /// A duplicate of the socket to splice a body from: plain TCP, or kernel TLS with nothing
+    /// read ahead into user space. None for user-space TLS.
+    pub fn splice_source(&self) -> Option<SpliceSource> {
+        let (tcp, ktls) = match self {
+            UpstreamStream::Plain(t) => (t, false),
+            UpstreamStream::Kernel(t) if !t.read_buffered() => (t.tcp(), true),
+            _ => return None,
+        };
+        SpliceSource::new(tcp, ktls).ok()
+    }
+
     pub fn tcp(&self) -> &TcpStream {
         match self {
             UpstreamStream::Plain(t) => t,

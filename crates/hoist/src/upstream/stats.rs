@@ -29,11 +29,21 @@ pub struct ClusterStats {
     pub upstream_rq_retry: WorkerCounter,
     pub upstream_rq_retry_success: WorkerCounter,
     pub upstream_rq_retry_limit_exceeded: WorkerCounter,
+    /// Response bodies forwarded with splice(2) to their end, stopped by a kTLS control
+    /// record (the rest copied), or declined by the downstream side; bytes spliced.
+    pub upstream_rq_splice: WorkerCounter,
+    pub upstream_rq_splice_interrupted: WorkerCounter,
+    pub upstream_rq_splice_declined: WorkerCounter,
+    pub upstream_rq_splice_bytes: WorkerCounter,
     /// `ssl.*` of a cluster with an UpstreamTlsContext (tls.rs).
     pub tls: Option<Rc<UpstreamTlsStats>>,
 }
 
-const COUNTERS: [&str; 18] = [
+const COUNTERS: [&str; 22] = [
+    "upstream_rq_splice",
+    "upstream_rq_splice_interrupted",
+    "upstream_rq_splice_declined",
+    "upstream_rq_splice_bytes",
     "upstream_cx_total",
     "upstream_cx_connect_fail",
     "upstream_cx_connect_timeout",
@@ -110,6 +120,10 @@ impl ClusterStats {
             upstream_rq_retry: c("upstream_rq_retry"),
             upstream_rq_retry_success: c("upstream_rq_retry_success"),
             upstream_rq_retry_limit_exceeded: c("upstream_rq_retry_limit_exceeded"),
+            upstream_rq_splice: c("upstream_rq_splice"),
+            upstream_rq_splice_interrupted: c("upstream_rq_splice_interrupted"),
+            upstream_rq_splice_declined: c("upstream_rq_splice_declined"),
+            upstream_rq_splice_bytes: c("upstream_rq_splice_bytes"),
             tls: tls.then(|| Rc::new(UpstreamTlsStats::new(store, &scope, slot))),
         }
     }
