@@ -526,10 +526,19 @@ fn upstream_cluster(name: &str, port: u16, tls_params: &str) -> String {
 /// origins (openssl s_server in the guest), so every body goes kTLS (upstream) -> hoist ->
 /// kTLS (downstream).
 fn upstream_config() -> String {
-    let mut out = config(&[DEFAULT_LISTENER]);
-    // The listener's catch-all route gives way to the two upstream routes.
+    // A second listener of the same process is the Content-Length origin for splice: its file
+    // bodies go out with sendfile over kTLS, come in over the upstream kTLS socket, and are
+    // spliced into the downstream kTLS socket.
+    let origin = GuestListener {
+        name: "origin",
+        port: ORIGIN_PORT,
+        offload: None,
+        tls_extra: "",
+    };
+    let mut out = config(&[DEFAULT_LISTENER, origin]);
+    // The first listener's catch-all route gives way to the upstream routes.
     let catch_all = "              - match: {prefix: /}\n";
-    let upstream_routes = "              - match: {prefix: /o12/}\n                route: {cluster: origin12, prefix_rewrite: /, timeout: 0s}\n              - match: {prefix: /o13/}\n                route: {cluster: origin13, prefix_rewrite: /, timeout: 0s}\n";
+    let upstream_routes = "              - match: {prefix: /o12/}\n                route: {cluster: origin12, prefix_rewrite: /, timeout: 0s}\n              - match: {prefix: /o13/}\n                route: {cluster: origin13, prefix_rewrite: /, timeout: 0s}\n              - match: {prefix: /s/}\n                route: {cluster: self, prefix_rewrite: /, timeout: 0s}\n";
     out = out.replacen(catch_all, &format!("{upstream_routes}{catch_all}"), 1);
     out.push_str("  clusters:\n");
     out.push_str(&upstream_cluster(
@@ -542,8 +551,15 @@ fn upstream_config() -> String {
         10446,
         "tls_minimum_protocol_version: TLSv1_3, tls_maximum_protocol_version: TLSv1_3",
     ));
+    out.push_str(&upstream_cluster(
+        "self",
+        ORIGIN_PORT,
+        "tls_minimum_protocol_version: TLSv1_3, tls_maximum_protocol_version: TLSv1_3",
+    ));
     out
 }
+
+const ORIGIN_PORT: u16 = 10447;
 
 fn guest_script_upstream() -> String {
     let mut s = String::from(START);
@@ -564,7 +580,15 @@ for o in o12 o13; do
   done
 done
 echo "KTLS tls_stat TlsTxSw $tx0 $(tls TlsTxSw) TlsRxSw $rx0 $(tls TlsRxSw)"
-admin '/stats?filter=^cluster\.origin1[23]\.(ssl|upstream_cx_total)' | sed 's/^/KTLS stat /'
+# splice: kTLS (upstream) -> pipe -> kTLS (downstream), one keep-alive upstream connection.
+for f in 10m 1m 100k; do
+  want=$(sha256sum /root/data/$f.bin | cut -d' ' -f1)
+  curl -sk --http1.1 -o /tmp/b "https://localhost:10443/s/$f" || fail "curl s $f"
+  got=$(sha256sum /tmp/b | cut -d' ' -f1)
+  [ "$got" = "$want" ] || fail "s/$f: $got != $want"
+  echo "KTLS upstream body s $f ok"
+done
+admin '/stats?filter=^cluster\.(origin1[23]|self)\.(ssl|upstream_cx_total|upstream_rq_splice)' | sed 's/^/KTLS stat /'
 echo "KTLS upstream diag sock_diag: $(grep -c 'upstream kTLS on, tx sw rx sw (from sock_diag)' /tmp/hoist.err)"
 "#,
     );
@@ -611,6 +635,26 @@ fn ktls_upstream_on_debian_6_1() {
             "{c}:\n{out}"
         );
     }
+    // Spliced kTLS -> kTLS over one pooled upstream connection, itself kTLS.
+    for f in ["10m", "1m", "100k"] {
+        assert!(
+            out.contains(&format!("KTLS upstream body s {f} ok")),
+            "{f}:\n{out}"
+        );
+    }
+    assert_eq!(cluster_stat(&out, "self", "upstream_cx_total"), 1, "{out}");
+    assert_eq!(cluster_stat(&out, "self", "ssl.offload.tx_sw"), 1, "{out}");
+    // 100k may arrive mostly with the response head (then it is copied: below 64 KiB left).
+    let spliced_bodies = cluster_stat(&out, "self", "upstream_rq_splice");
+    assert!((2..=3).contains(&spliced_bodies), "{out}");
+    assert_eq!(
+        cluster_stat(&out, "self", "upstream_rq_splice_declined"),
+        0,
+        "{out}"
+    );
+    let spliced = cluster_stat(&out, "self", "upstream_rq_splice_bytes");
+    let total = 10 * 1024 * 1024 + 1024 * 1024 + 100 * 1024;
+    assert!(spliced > total - 256 * 1024 && spliced <= total, "{out}");
     // TLS 1.3 tickets came as kTLS control records after the switch.
     assert!(
         cluster_stat(&out, "origin13", "ssl.offload.session_ticket") >= 3,
@@ -621,7 +665,7 @@ fn ktls_upstream_on_debian_6_1() {
     assert!(!out.contains(".ssl.offload.error."), "{out}");
     assert_eq!(
         number_after(&out, "KTLS upstream diag sock_diag: "),
-        6,
+        7,
         "{out}"
     );
     // Downstream and upstream sockets of the six requests: 12 kernel TX contexts at least.
