@@ -16,6 +16,11 @@ pub trait Side: DerefMut<Target = UnbufferedConnectionCommon<Self::Data>> + Size
     /// rustls' per-side state, also the parameter of the [`KernelConnection`] after the switch.
     type Data: Unpin + 'static;
 
+    /// The peer is trusted not to pad TLS 1.3 records (an upstream hoist was configured to
+    /// reach), so the kernel may be told TLS_RX_EXPECT_NO_PAD. Never true for clients of a
+    /// listener: a padding peer would cost the kernel a second decryption per record.
+    const TRUSTED_PEER: bool;
+
     /// `process_tls_records` of the concrete type.
     fn process<'c, 'i>(
         &'c mut self,
@@ -38,6 +43,7 @@ pub trait Side: DerefMut<Target = UnbufferedConnectionCommon<Self::Data>> + Size
 
 impl Side for UnbufferedServerConnection {
     type Data = ServerConnectionData;
+    const TRUSTED_PEER: bool = false;
 
     fn process<'c, 'i>(
         &'c mut self,
@@ -62,6 +68,7 @@ impl Side for UnbufferedServerConnection {
 
 impl Side for UnbufferedClientConnection {
     type Data = ClientConnectionData;
+    const TRUSTED_PEER: bool = true;
 
     fn process<'c, 'i>(
         &'c mut self,

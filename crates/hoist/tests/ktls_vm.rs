@@ -590,6 +590,7 @@ for f in 10m 1m 100k; do
 done
 admin '/stats?filter=^cluster\.(origin1[23]|self)\.(ssl|upstream_cx_total|upstream_rq_splice)' | sed 's/^/KTLS stat /'
 echo "KTLS upstream diag sock_diag: $(grep -c 'upstream kTLS on, tx sw rx sw (from sock_diag)' /tmp/hoist.err)"
+echo "KTLS nopad violations: $(tls TlsRxNoPadViolation)"
 "#,
     );
     s.push_str(FINISH);
@@ -655,6 +656,23 @@ fn ktls_upstream_on_debian_6_1() {
     let spliced = cluster_stat(&out, "self", "upstream_rq_splice_bytes");
     let total = 10 * 1024 * 1024 + 1024 * 1024 + 100 * 1024;
     assert!(spliced > total - 256 * 1024 && spliced <= total, "{out}");
+    // TLS_RX_EXPECT_NO_PAD toward the TLS 1.3 upstreams (6.1 has it), and they did not pad.
+    assert_eq!(
+        cluster_stat(&out, "origin13", "ssl.offload.rx_expect_no_pad"),
+        3,
+        "{out}"
+    );
+    assert_eq!(
+        cluster_stat(&out, "self", "ssl.offload.rx_expect_no_pad"),
+        1,
+        "{out}"
+    );
+    assert_eq!(
+        cluster_stat(&out, "origin12", "ssl.offload.rx_expect_no_pad"),
+        0,
+        "{out}"
+    );
+    assert_eq!(number_after(&out, "KTLS nopad violations: "), 0, "{out}");
     // TLS 1.3 tickets came as kTLS control records after the switch.
     assert!(
         cluster_stat(&out, "origin13", "ssl.offload.session_ticket") >= 3,

@@ -99,5 +99,11 @@ pub fn switch_with<S: Sys, C: Side>(
         .map_err(|e| key_setup(format!("TLS_TX: {}", errno_name(&e))))?;
     sys.set_crypto(tcp.as_fd(), Direction::Rx, &rx)
         .map_err(|e| key_setup(format!("TLS_RX: {}", errno_name(&e))))?;
-    Ok(KtlsTransport::new(tcp, sys, kernel, info, can_rekey))
+    // Best effort: kernels before 6.0 do not know the option (ENOPROTOOPT).
+    let no_pad = C::TRUSTED_PEER
+        && version == rustls::ProtocolVersion::TLSv1_3
+        && sys.expect_no_pad(tcp.as_fd()).is_ok();
+    let mut t = KtlsTransport::new(tcp, sys, kernel, info, can_rekey);
+    t.rx_expect_no_pad = no_pad;
+    Ok(t)
 }

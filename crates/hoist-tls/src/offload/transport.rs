@@ -86,6 +86,8 @@ pub struct KtlsTransport<S: Sys = Linux, C: Side = UnbufferedServerConnection> {
     /// A non-data record the caller's buffer could not take in one read, gathered until its
     /// end (a NewSessionTicket is larger than the smallest direct read).
     pub(super) partial: Vec<u8>,
+    /// TLS_RX_EXPECT_NO_PAD was set (TLS 1.3 toward an upstream).
+    pub(super) rx_expect_no_pad: bool,
 }
 
 impl<S: Sys, C: Side> KtlsTransport<S, C> {
@@ -116,6 +118,7 @@ impl<S: Sys, C: Side> KtlsTransport<S, C> {
             leftover: Vec::new(),
             leftover_pos: 0,
             partial: Vec::new(),
+            rx_expect_no_pad: false,
         }
     }
 
@@ -548,6 +551,10 @@ impl<S: Sys + Unpin, C: Side> SpliceSink for KtlsTransport<S, C> {
 impl<S: Sys, C: Side> KtlsTransport<S, C> {
     /// Plaintext or part of a control record already read into user space: the next bytes
     /// of the stream are not all in the socket.
+    pub fn rx_expect_no_pad(&self) -> bool {
+        self.rx_expect_no_pad
+    }
+
     pub fn read_buffered(&self) -> bool {
         self.leftover_pos < self.leftover.len() || !self.partial.is_empty()
     }

@@ -7,7 +7,8 @@
 //! `ssl.handshake`, `ssl.connection_error`, `ssl.session_reused`,
 //! `ssl.offload.{tx_sw,tx_hw,rx_sw,rx_hw,none,unknown}`, `ssl.offload.fallback.<reason>`,
 //! `ssl.offload.closed.<reason>`, `ssl.offload.error.<reason>`, `ssl.offload.rekey_{tx,rx}`,
-//! `ssl.offload.session_ticket` (TLS 1.3 tickets stored from control records after the switch).
+//! `ssl.offload.session_ticket` (TLS 1.3 tickets stored from control records after the switch),
+//! `ssl.offload.rx_expect_no_pad` (TLS 1.3 connections told TLS_RX_EXPECT_NO_PAD).
 
 use std::cell::RefCell;
 use std::collections::HashMap;
@@ -151,10 +152,15 @@ pub async fn handshake(
                     (Ok(local), Ok(remote)) => {
                         let observed = offload::observe(local, remote);
                         tracing::debug!(
-                            "cluster {cluster}: upstream kTLS on, tx {} rx {} (from {})",
+                            "cluster {cluster}: upstream kTLS on, tx {} rx {} (from {}){}",
                             observed.tx.as_str(),
                             observed.rx.as_str(),
-                            observed.source
+                            observed.source,
+                            if t.rx_expect_no_pad() {
+                                ", rx_expect_no_pad"
+                            } else {
+                                ""
+                            }
                         );
                         if let Some(s) = stats {
                             s.observed(&observed);
@@ -169,6 +175,9 @@ pub async fn handshake(
                     }
                 }
                 if let Some(s) = stats {
+                    if t.rx_expect_no_pad() {
+                        s.dynamic("offload", "rx_expect_no_pad");
+                    }
                     let s = Rc::clone(s);
                     t.set_event_sink(Box::new(move |e| s.event(e)));
                 }
