@@ -233,3 +233,84 @@ pub async fn forward<K: SpliceSink>(
     pipe.give_back();
     result
 }
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used)]
+
+    use std::io::{Read, Write};
+    use std::net::TcpListener as StdListener;
+
+    use super::*;
+    use crate::plain::PlainTransport;
+
+    fn pattern(n: usize) -> Vec<u8> {
+        (0..n).map(|i| (i * 7 + i / 4096) as u8).collect()
+    }
+
+    /// A connected pair: (std end, tokio end).
+    async fn pair() -> (std::net::TcpStream, TcpStream) {
+        let l = StdListener::bind("127.0.0.1:0").unwrap();
+        let a = std::net::TcpStream::connect(l.local_addr().unwrap()).unwrap();
+        let (b, _) = l.accept().unwrap();
+        b.set_nonblocking(true).unwrap();
+        (a, TcpStream::from_std(b).unwrap())
+    }
+
+    /// Splices `announced` bytes while the upstream writes `sent` and closes; the client
+    /// reads everything. Returns (result, moved, what the client got).
+    fn run(announced: u64, sent: usize) -> (io::Result<Spliced>, u64, Vec<u8>) {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        rt.block_on(async move {
+            let (mut upstream, up) = pair().await;
+            let (mut client, down) = pair().await;
+            let writer = std::thread::spawn(move || {
+                upstream.write_all(&pattern(sent)).unwrap();
+            });
+            let reader = std::thread::spawn(move || {
+                let mut got = Vec::new();
+                client.read_to_end(&mut got).unwrap();
+                got
+            });
+            let src = SpliceSource::new(&up, false).unwrap();
+            let mut sink = PlainTransport::new(down);
+            let mut moved = 0;
+            let r = forward(&src, &mut sink, announced, &mut moved).await;
+            writer.join().unwrap();
+            drop(sink);
+            let got = tokio::task::spawn_blocking(move || reader.join().unwrap())
+                .await
+                .unwrap();
+            (r, moved, got)
+        })
+    }
+
+    #[test]
+    fn a_body_crosses_byte_exact() {
+        let n = 8 * 1024 * 1024 + 3;
+        let (r, moved, got) = run(n as u64, n);
+        assert_eq!(r.unwrap(), Spliced::Done);
+        assert_eq!(moved, n as u64);
+        assert!(got == pattern(n), "body differs");
+    }
+
+    #[test]
+    fn an_upstream_that_ends_early_is_an_error_after_what_it_sent() {
+        let n = 3 * 1024 * 1024;
+        let (r, moved, got) = run(2 * n as u64, n);
+        assert_eq!(r.unwrap_err().kind(), io::ErrorKind::UnexpectedEof);
+        assert_eq!(moved, n as u64);
+        assert!(got == pattern(n), "what was sent arrived");
+    }
+
+    #[test]
+    fn only_the_announced_length_is_taken() {
+        // What follows the body (a pipelined response) stays in the upstream socket.
+        let (r, moved, got) = run(1000, 1500);
+        assert_eq!(r.unwrap(), Spliced::Done);
+        assert_eq!((moved, got.len()), (1000, 1000));
+    }
+}
