@@ -8,7 +8,8 @@ use std::sync::{Arc, Mutex};
 
 use bytes::Bytes;
 use hoist_tls::file::FileRegion;
-use tokio::sync::mpsc;
+use hoist_tls::splice::SpliceSource;
+use tokio::sync::{mpsc, oneshot};
 
 #[derive(Clone, Debug, Default)]
 pub enum Body {
@@ -51,6 +52,53 @@ pub struct StreamBody {
     /// Content-Length when the producer knows it; None: until the producer ends.
     pub length: Option<u64>,
     receiver: Arc<Mutex<Option<mpsc::Receiver<io::Result<Bytes>>>>>,
+    /// The producer's offer to have the body spliced instead (see [`SpliceOffer`]).
+    splice: Arc<Mutex<Option<SpliceOffer>>>,
+}
+
+/// A producer's offer to let the writer move the body socket to socket with splice(2): the
+/// body bytes already read (`buffered`, to be written first), then `remaining` bytes still in
+/// `source`. The writer that takes it must answer with a [`SpliceReport`]; taking the channel
+/// instead ([`StreamBody::take`]) declines it, and the producer then sends every piece through
+/// the channel as usual.
+pub struct SpliceOffer {
+    pub buffered: Bytes,
+    pub source: SpliceSource,
+    pub remaining: u64,
+    /// The route timeout, which covers the whole response.
+    pub deadline: Option<std::time::Instant>,
+    reply: oneshot::Sender<SpliceReport>,
+}
+
+impl std::fmt::Debug for SpliceOffer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SpliceOffer")
+            .field("buffered", &self.buffered.len())
+            .field("remaining", &self.remaining)
+            .finish_non_exhaustive()
+    }
+}
+
+/// What became of a [`SpliceOffer`]; the counts are bytes moved from `source` (beyond
+/// `buffered`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SpliceReport {
+    /// Not taken: the producer sends the body through the channel, `buffered` first.
+    Declined,
+    /// The whole body was forwarded.
+    Done(u64),
+    /// A kernel-TLS control record stopped the splice after this many bytes; the producer
+    /// sends the rest through the channel.
+    Interrupted(u64),
+    /// The forward failed (either side): the upstream connection is not reusable.
+    Failed(u64),
+}
+
+impl SpliceOffer {
+    /// Answers the producer.
+    pub fn report(self, report: SpliceReport) {
+        let _ = self.reply.send(report);
+    }
 }
 
 /// The producing end: `send` waits while the channel is full.
@@ -62,16 +110,51 @@ impl StreamBody {
         let body = StreamBody {
             length,
             receiver: Arc::new(Mutex::new(Some(rx))),
+            splice: Arc::new(Mutex::new(None)),
         };
         (tx, body)
     }
 
-    /// The receiver, once; None when another clone took it (nothing to send then).
+    /// Makes a [`SpliceOffer`]; the receiver gets the writer's answer (an error: the body was
+    /// dropped unanswered, as when the client went away).
+    pub fn offer_splice(
+        &self,
+        buffered: Bytes,
+        source: SpliceSource,
+        remaining: u64,
+        deadline: Option<std::time::Instant>,
+    ) -> oneshot::Receiver<SpliceReport> {
+        let (reply, answer) = oneshot::channel();
+        let offer = SpliceOffer {
+            buffered,
+            source,
+            remaining,
+            deadline,
+            reply,
+        };
+        *lock(&self.splice) = Some(offer);
+        answer
+    }
+
+    /// The splice offer, once, for a writer that can splice.
+    pub fn take_splice(&self) -> Option<SpliceOffer> {
+        lock(&self.splice).take()
+    }
+
+    /// The receiver, once; None when another clone took it (nothing to send then). Declines a
+    /// splice offer not taken before.
     pub fn take(&self) -> Option<mpsc::Receiver<io::Result<Bytes>>> {
-        match self.receiver.lock() {
-            Ok(mut slot) => slot.take(),
-            Err(poisoned) => poisoned.into_inner().take(),
+        if let Some(offer) = self.take_splice() {
+            offer.report(SpliceReport::Declined);
         }
+        lock(&self.receiver).take()
+    }
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    match m.lock() {
+        Ok(g) => g,
+        Err(poisoned) => poisoned.into_inner(),
     }
 }
 

@@ -6,19 +6,25 @@
 
 use std::sync::Arc;
 
-use hoist_config::model::{DataSource, SanType, UpstreamTlsContext};
+use hoist_config::model::{DataSource, SanType, TlsOffloadMode, TlsVersion, UpstreamTlsContext};
 use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
-use rustls::client::{verify_server_cert_signed_by_trust_anchor, verify_server_name};
+use rustls::client::{
+    verify_server_cert_signed_by_trust_anchor, verify_server_name, ResolvesClientCert,
+};
 use rustls::crypto::{verify_tls12_signature, verify_tls13_signature, CryptoProvider};
 use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, ServerName, UnixTime};
 use rustls::server::ParsedCertificate;
+use rustls::sign::CertifiedKey;
 use rustls::{DigitallySignedStruct, RootCertStore, SignatureScheme};
 
 /// A client configuration and the name the handshake uses, for connections to one cluster.
 pub struct UpstreamTls {
     pub config: Arc<rustls::ClientConfig>,
     pub server_name: ServerName<'static>,
+    /// Whether connections go to kernel TLS after the handshake (the process-wide
+    /// `--tls-offload`; `auto` unless the owner sets it).
+    pub offload_mode: TlsOffloadMode,
 }
 
 impl UpstreamTls {
@@ -29,18 +35,63 @@ impl UpstreamTls {
         // Without sni nothing is sent; the name only keys rustls' session cache.
         let server_name = ServerName::try_from(name.to_owned())
             .unwrap_or_else(|_| ServerName::IpAddress(std::net::Ipv4Addr::UNSPECIFIED.into()));
-        let mut config = client_config(t.trusted_ca.as_ref(), &t.subject_alt_names)?;
+        let versions = versions(t.min_version, t.max_version)?;
+        let client_cert = t
+            .client_certificate
+            .as_ref()
+            .map(|c| {
+                crate::server_config::certs::load(c, &rustls::crypto::aws_lc_rs::default_provider())
+                    .map(|loaded| loaded.certified_key())
+                    .map_err(|e| e.to_string())
+            })
+            .transpose()?;
+        let mut config = client_config(
+            t.trusted_ca.as_ref(),
+            &t.subject_alt_names,
+            &versions,
+            client_cert,
+        )?;
         config.enable_sni = t.sni.is_some();
+        config.alpn_protocols = t
+            .alpn_protocols
+            .iter()
+            .map(|p| p.as_bytes().to_vec())
+            .collect();
+        // Kernel TLS takes the keys out of rustls after the handshake (offload/switch.rs);
+        // user-space connections are unaffected. 0-RTT stays off (rustls' default): early data
+        // would precede the kernel's keys.
+        config.enable_secret_extraction = true;
         Ok(UpstreamTls {
             config: Arc::new(config),
             server_name,
+            offload_mode: TlsOffloadMode::Auto,
         })
     }
+}
+
+/// The rustls versions of a tls_params range (hoist speaks 1.2 and 1.3).
+fn versions(
+    min: TlsVersion,
+    max: TlsVersion,
+) -> Result<Vec<&'static rustls::SupportedProtocolVersion>, String> {
+    let mut out = Vec::new();
+    if min <= TlsVersion::Tls1_3 && max >= TlsVersion::Tls1_3 {
+        out.push(&rustls::version::TLS13);
+    }
+    if min <= TlsVersion::Tls1_2 && max >= TlsVersion::Tls1_2 {
+        out.push(&rustls::version::TLS12);
+    }
+    if out.is_empty() {
+        return Err("tls_params: no TLS version hoist speaks (1.2, 1.3) in range".into());
+    }
+    Ok(out)
 }
 
 fn client_config(
     trusted_ca: Option<&DataSource>,
     sans: &[hoist_config::model::SanMatch],
+    versions: &[&'static rustls::SupportedProtocolVersion],
+    client_cert: Option<Arc<CertifiedKey>>,
 ) -> Result<rustls::ClientConfig, String> {
     let provider = Arc::new(rustls::crypto::aws_lc_rs::default_provider());
     let roots = match trusted_ca {
@@ -81,14 +132,34 @@ fn client_config(
         names,
         provider: provider.clone(),
     });
-    // Envoy's client default: TLS 1.2 at most, unless tls_params say otherwise.
-    let config = rustls::ClientConfig::builder_with_provider(provider)
-        .with_protocol_versions(&[&rustls::version::TLS12])
+    // Envoy's client default is TLS 1.2 at most; tls_params may say otherwise (decoded so).
+    let builder = rustls::ClientConfig::builder_with_provider(provider)
+        .with_protocol_versions(versions)
         .map_err(|e| format!("TLS client: {e}"))?
         .dangerous()
-        .with_custom_certificate_verifier(verifier)
-        .with_no_client_auth();
-    Ok(config)
+        .with_custom_certificate_verifier(verifier);
+    Ok(match client_cert {
+        Some(key) => builder.with_client_cert_resolver(Arc::new(ClientCert(key))),
+        None => builder.with_no_client_auth(),
+    })
+}
+
+/// mTLS: the one configured certificate, whatever the server's hints (as Envoy does).
+#[derive(Debug)]
+struct ClientCert(Arc<CertifiedKey>);
+
+impl ResolvesClientCert for ClientCert {
+    fn resolve(
+        &self,
+        _root_hint_subjects: &[&[u8]],
+        _sigschemes: &[SignatureScheme],
+    ) -> Option<Arc<CertifiedKey>> {
+        Some(self.0.clone())
+    }
+
+    fn has_certs(&self) -> bool {
+        true
+    }
 }
 
 #[derive(Debug)]

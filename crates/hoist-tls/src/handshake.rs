@@ -18,10 +18,11 @@ use tokio::net::TcpStream;
 use crate::client_hello::{self, Inspect};
 use crate::record::{Action, RecordLayer, Step};
 use crate::server_config::{Selection, ServerContext};
+use crate::side::Side;
 use crate::transport::TlsInfo;
 use crate::{names, x509};
 
-const RECORD_HEADER: usize = 5;
+pub(crate) const RECORD_HEADER: usize = 5;
 /// rustls refuses larger records from the header alone (RFC 8446: 2^14 + 256; TLS 1.2 allows
 /// 2^14 + 2048); a header announcing more is handed to rustls without reading the body.
 const MAX_RECORD_PAYLOAD: usize = 16384 + 2048;
@@ -29,13 +30,16 @@ const MAX_RECORD_PAYLOAD: usize = 16384 + 2048;
 /// A completed handshake, taken apart by whoever runs the record layer next: the user-space
 /// transport, or kernel TLS (`conn.dangerous_into_kernel_connection()`, then the socket
 /// options on `tcp`). No byte the client sent after its Finished has been read from `tcp`.
-pub struct Established {
+/// `C` is the side: the server for downstream connections, the client
+/// ([`rustls::client::UnbufferedClientConnection`], from [`crate::connect::connect`]) for
+/// upstream ones.
+pub struct Established<C = UnbufferedServerConnection> {
     pub tcp: TcpStream,
-    pub conn: UnbufferedServerConnection,
+    pub conn: C,
     pub info: TlsInfo,
 }
 
-impl fmt::Debug for Established {
+impl<C> fmt::Debug for Established<C> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Established")
             .field("tcp", &self.tcp)
@@ -101,7 +105,7 @@ impl HandshakeError {
             )
     }
 
-    fn io(e: io::Error) -> HandshakeError {
+    pub(crate) fn io(e: io::Error) -> HandshakeError {
         if e.kind() == io::ErrorKind::UnexpectedEof {
             return HandshakeError::eof();
         }
@@ -112,7 +116,7 @@ impl HandshakeError {
         }
     }
 
-    fn eof() -> HandshakeError {
+    pub(crate) fn eof() -> HandshakeError {
         HandshakeError {
             kind: HandshakeErrorKind::Eof,
             io_kind: None,
@@ -120,7 +124,7 @@ impl HandshakeError {
         }
     }
 
-    fn protocol(detail: impl Into<String>) -> HandshakeError {
+    pub(crate) fn protocol(detail: impl Into<String>) -> HandshakeError {
         HandshakeError {
             kind: HandshakeErrorKind::Protocol,
             io_kind: None,
@@ -128,7 +132,7 @@ impl HandshakeError {
         }
     }
 
-    fn from_rustls(e: RustlsError) -> HandshakeError {
+    pub(crate) fn from_rustls(e: RustlsError) -> HandshakeError {
         let kind = match &e {
             RustlsError::AlertReceived(AlertDescription::CloseNotify) => HandshakeErrorKind::Eof,
             RustlsError::AlertReceived(_) => HandshakeErrorKind::PeerAlert,
@@ -192,7 +196,7 @@ pub async fn accept(
             Ok(_) if rec.peer_closed() => return Err(HandshakeError::eof()),
             Ok(_) => {}
         }
-        read_record(&mut tcp, &mut rec, &mut carry, &mut hello).await?;
+        read_record(&mut tcp, &mut rec, &mut carry, Some(&mut hello)).await?;
     }
 
     if !rec.incoming.is_empty() || !rec.plain.is_empty() {
@@ -211,7 +215,7 @@ pub async fn accept(
 }
 
 /// Where the bytes handed to [`accept`] left the record framing.
-enum Carry {
+pub(crate) enum Carry {
     Boundary,
     /// The first bytes of a record header.
     Header(Vec<u8>),
@@ -240,16 +244,17 @@ impl Carry {
 }
 
 /// Reads exactly one record (or the rest of a partial one) into `rec.incoming`.
-async fn read_record(
+/// `hello`: the server's ClientHello tracker; None on the client side.
+pub(crate) async fn read_record<C: Side>(
     tcp: &mut TcpStream,
-    rec: &mut RecordLayer,
+    rec: &mut RecordLayer<C>,
     carry: &mut Carry,
-    hello: &mut HelloTracker,
+    mut hello: Option<&mut HelloTracker>,
 ) -> Result<(), HandshakeError> {
     let body = match std::mem::replace(carry, Carry::Boundary) {
         Carry::Body(n) => Some(n),
-        Carry::Header(h) => read_header(tcp, rec, hello, &h).await?,
-        Carry::Boundary => read_header(tcp, rec, hello, &[]).await?,
+        Carry::Header(h) => read_header(tcp, rec, hello.as_deref_mut(), &h).await?,
+        Carry::Boundary => read_header(tcp, rec, hello.as_deref_mut(), &[]).await?,
     };
     let Some(body) = body else {
         // Let rustls reject the record (with the right alert) from its header alone.
@@ -261,16 +266,18 @@ async fn read_record(
         .await
         .map_err(HandshakeError::io)?;
     rec.incoming.commit(body);
-    hello.push(&rec.incoming.filled()[start..]);
+    if let Some(hello) = hello {
+        hello.push(&rec.incoming.filled()[start..]);
+    }
     Ok(())
 }
 
 /// Completes a record header of which `have` was already received; the body length, or None
 /// when it is larger than any valid record.
-async fn read_header(
+async fn read_header<C: Side>(
     tcp: &mut TcpStream,
-    rec: &mut RecordLayer,
-    hello: &mut HelloTracker,
+    rec: &mut RecordLayer<C>,
+    hello: Option<&mut HelloTracker>,
     have: &[u8],
 ) -> Result<Option<usize>, HandshakeError> {
     let mut header = [0u8; RECORD_HEADER];
@@ -280,13 +287,15 @@ async fn read_header(
         .await
         .map_err(HandshakeError::io)?;
     rec.incoming.extend_from_slice(&header[have..]);
-    hello.push(&header[have..]);
+    if let Some(hello) = hello {
+        hello.push(&header[have..]);
+    }
     let len = usize::from(u16::from_be_bytes([header[3], header[4]]));
     Ok((len <= MAX_RECORD_PAYLOAD).then_some(len))
 }
 
 /// The ClientHello bytes until they parse, then only its SNI.
-struct HelloTracker {
+pub(crate) struct HelloTracker {
     bytes: Vec<u8>,
     sni: Option<Option<String>>,
 }

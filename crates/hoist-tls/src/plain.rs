@@ -10,6 +10,7 @@ use tokio::io::{AsyncRead, AsyncWrite, Interest, ReadBuf};
 use tokio::net::TcpStream;
 
 use crate::file::FileRegion;
+use crate::splice::{poll_splice_into, SpliceSink, SpliceSource, Spliced};
 use crate::transport::{TlsInfo, Transport};
 
 /// Largest count passed to one sendfile call (Linux caps a call at 0x7ffff000 bytes anyway).
@@ -149,5 +150,30 @@ impl Transport for PlainTransport {
 
     fn tls_info(&self) -> Option<&TlsInfo> {
         None
+    }
+
+    fn can_splice(&self) -> bool {
+        true
+    }
+
+    async fn splice_from<'a>(
+        &'a mut self,
+        src: &'a SpliceSource,
+        len: u64,
+        moved: &'a mut u64,
+    ) -> io::Result<Spliced> {
+        crate::splice::forward(src, self, len, moved).await
+    }
+}
+
+impl SpliceSink for PlainTransport {
+    fn poll_splice_out(
+        &mut self,
+        cx: &mut std::task::Context<'_>,
+        pipe: std::os::fd::BorrowedFd<'_>,
+        n: usize,
+        more: bool,
+    ) -> std::task::Poll<io::Result<usize>> {
+        poll_splice_into(&self.tcp, cx, pipe, n, more)
     }
 }

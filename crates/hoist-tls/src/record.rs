@@ -8,10 +8,10 @@
 //! large chunks. The incoming buffer is always the one passed to rustls, also on the write path,
 //! because rustls keeps partial handshake messages in it between calls.
 
-use rustls::server::UnbufferedServerConnection;
 use rustls::unbuffered::{ConnectionState, EncodeError, EncryptError, UnbufferedStatus};
 
 use crate::buf::ByteBuf;
+use crate::side::Side;
 
 /// What to do once rustls allows application data to be sent.
 #[derive(Clone, Copy)]
@@ -37,8 +37,8 @@ pub(crate) enum Step {
 const RECORD_OVERHEAD: usize = 64;
 const MAX_FRAGMENT: usize = 16384;
 
-pub(crate) struct RecordLayer {
-    pub(crate) conn: UnbufferedServerConnection,
+pub(crate) struct RecordLayer<C> {
+    pub(crate) conn: C,
     pub(crate) incoming: ByteBuf,
     pub(crate) plain: ByteBuf,
     pub(crate) out: ByteBuf,
@@ -48,12 +48,8 @@ pub(crate) struct RecordLayer {
     failed: Option<rustls::Error>,
 }
 
-impl RecordLayer {
-    pub(crate) fn new(
-        conn: UnbufferedServerConnection,
-        in_cap: usize,
-        out_cap: usize,
-    ) -> RecordLayer {
+impl<C: Side> RecordLayer<C> {
+    pub(crate) fn new(conn: C, in_cap: usize, out_cap: usize) -> RecordLayer<C> {
         RecordLayer {
             conn,
             incoming: ByteBuf::with_capacity(in_cap),
@@ -78,7 +74,7 @@ impl RecordLayer {
         }
         loop {
             let UnbufferedStatus { mut discard, state } =
-                self.conn.process_tls_records(self.incoming.filled_mut());
+                self.conn.process(self.incoming.filled_mut());
             let outcome = match state {
                 Err(e) => Err(e),
                 Ok(ConnectionState::ReadTraffic(mut traffic)) => {
@@ -152,8 +148,7 @@ impl RecordLayer {
     /// keeps rustls from processing the offending bytes twice.
     fn collect_alert(&mut self) {
         while self.conn.wants_write() {
-            let UnbufferedStatus { discard, state } =
-                self.conn.process_tls_records(self.incoming.filled_mut());
+            let UnbufferedStatus { discard, state } = self.conn.process(self.incoming.filled_mut());
             let encoded = match state {
                 Ok(ConnectionState::EncodeTlsData(mut data)) => {
                     encode(&mut self.out, |buf| data.encode(buf)).is_ok()

@@ -11,6 +11,7 @@ use std::io;
 use tokio::io::{AsyncRead, AsyncWrite};
 
 use crate::file::FileRegion;
+use crate::splice::{SpliceSource, Spliced};
 
 /// What a TLS connection negotiated, for stats, access logs and routing.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -50,4 +51,27 @@ pub trait Transport: AsyncRead + AsyncWrite + Unpin {
 
     /// The TLS parameters, or None on plain TCP.
     fn tls_info(&self) -> Option<&TlsInfo>;
+
+    /// Whether [`Transport::splice_from`] works here: plain TCP and kernel TLS, where the
+    /// kernel sees plaintext at the socket; never user-space TLS.
+    fn can_splice(&self) -> bool {
+        false
+    }
+
+    /// Forwards `len` bytes from `src` with splice(2) (see [`crate::splice`]); `moved` counts
+    /// the bytes written, also when an error ends it.
+    fn splice_from<'a>(
+        &'a mut self,
+        src: &'a SpliceSource,
+        len: u64,
+        moved: &'a mut u64,
+    ) -> impl Future<Output = io::Result<Spliced>> + 'a {
+        let _ = (src, len, moved);
+        async {
+            Err(io::Error::new(
+                io::ErrorKind::Unsupported,
+                "this transport cannot splice",
+            ))
+        }
+    }
 }

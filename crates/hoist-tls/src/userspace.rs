@@ -15,8 +15,11 @@ use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::net::TcpStream;
 
 use crate::file::FileRegion;
+use rustls::server::UnbufferedServerConnection;
+
 use crate::handshake::Established;
 use crate::record::{Action, RecordLayer, Step};
+use crate::side::Side;
 use crate::transport::{TlsInfo, Transport};
 
 /// Ciphertext read per socket read (at most).
@@ -27,9 +30,10 @@ const WRITE_BATCH: usize = 128 * 1024;
 /// Plaintext bytes of a full TLS record.
 const MAX_FRAGMENT: usize = 16384;
 
-pub struct UserTlsTransport {
+/// `C`: the server side (downstream connections) or the client side (upstream ones).
+pub struct UserTlsTransport<C = UnbufferedServerConnection> {
     tcp: TcpStream,
-    rec: RecordLayer,
+    rec: RecordLayer<C>,
     info: TlsInfo,
     /// Complete records may be waiting in `rec.incoming`.
     undriven: bool,
@@ -42,8 +46,8 @@ pub struct UserTlsTransport {
     scratch: Vec<u8>,
 }
 
-impl UserTlsTransport {
-    pub fn new(established: Established) -> UserTlsTransport {
+impl<C: Side> UserTlsTransport<C> {
+    pub fn new(established: Established<C>) -> UserTlsTransport<C> {
         let Established { tcp, conn, info } = established;
         UserTlsTransport {
             tcp,
@@ -55,6 +59,14 @@ impl UserTlsTransport {
             close_queued: false,
             scratch: Vec::new(),
         }
+    }
+
+    pub fn tcp(&self) -> &TcpStream {
+        &self.tcp
+    }
+
+    pub fn info(&self) -> &TlsInfo {
+        &self.info
     }
 
     /// Writes out everything in the output buffer.
@@ -98,7 +110,7 @@ impl UserTlsTransport {
     }
 }
 
-impl AsyncRead for UserTlsTransport {
+impl<C: Side + Unpin> AsyncRead for UserTlsTransport<C> {
     fn poll_read(
         self: Pin<&mut Self>,
         cx: &mut Context<'_>,
@@ -157,7 +169,7 @@ impl AsyncRead for UserTlsTransport {
     }
 }
 
-impl AsyncWrite for UserTlsTransport {
+impl<C: Side + Unpin> AsyncWrite for UserTlsTransport<C> {
     fn poll_write(
         self: Pin<&mut Self>,
         cx: &mut Context<'_>,
@@ -195,7 +207,7 @@ impl AsyncWrite for UserTlsTransport {
     }
 }
 
-impl Transport for UserTlsTransport {
+impl<C: Side + Unpin> Transport for UserTlsTransport<C> {
     async fn write_file<'a>(&'a mut self, head: &'a [u8], body: &'a FileRegion) -> io::Result<()> {
         let bytes = body.bytes();
         if bytes.len() as u64 != body.len {

@@ -121,10 +121,11 @@ pub fn run(options: Options) -> ExitCode {
         mode: options.tls_offload.mode(),
         caps,
     };
-    let clusters = match ClusterManager::build(&bootstrap.clusters, &stats) {
-        Ok(c) => Arc::new(c),
-        Err(e) => return config_failed(&options, &config_name, &e.to_string()),
-    };
+    let clusters =
+        match ClusterManager::build(&bootstrap.clusters, &stats, options.tls_offload.mode()) {
+            Ok(c) => Arc::new(c),
+            Err(e) => return config_failed(&options, &config_name, &e.to_string()),
+        };
     let listeners = match bootstrap
         .listeners
         .iter()

@@ -104,6 +104,8 @@ impl ListenerStats {
                 self.ssl_dynamic("offload", &format!("rekey_{}", dir.as_str()))
             }
             OffloadEvent::Error(reason) => self.ssl_dynamic("offload.error", reason.as_str()),
+            // Only client connections receive tickets after the switch.
+            OffloadEvent::SessionTicket => {}
         }
     }
 

@@ -237,6 +237,11 @@ echo "KTLS rekey stats: $(grep -E '^TlsRxRekeyOk|^TlsTxRekeyOk' /proc/net/tls_st
 /// Boots `kernel` with hoist, the peer and the files; returns the console. `vm_args` go to
 /// vm/run before the others (`--modules ...`).
 fn boot(kernel: &str, listeners: &[GuestListener], vm_args: &[&str], script: String) -> String {
+    boot_with_config(kernel, config(listeners), vm_args, script)
+}
+
+/// [`boot`] with a whole hoist configuration.
+fn boot_with_config(kernel: &str, yaml: String, vm_args: &[&str], script: String) -> String {
     let dir = TempDir::new(&format!("ktls-vm-{kernel}"));
     let cert = ecdsa_cert(&dir, "ktls", "localhost");
     let data = dir.path("data");
@@ -247,7 +252,7 @@ fn boot(kernel: &str, listeners: &[GuestListener], vm_args: &[&str], script: Str
             .collect();
         std::fs::write(data.join(format!("{name}.bin")), body).unwrap();
     }
-    let yaml = dir.write("hoist.yaml", config(listeners));
+    let yaml = dir.write("hoist.yaml", yaml);
     let script = dir.write("ktls.sh", script);
     let hoist: PathBuf = std::fs::canonicalize(BIN).unwrap();
     let peer = std::env::current_exe().unwrap();
@@ -492,5 +497,205 @@ admin '/stats?filter=ssl\.ciphers' | sed 's/^/KTLS stat /'
         )),
         "{out}"
     );
+    assert!(out.contains("KTLS hoist exit: 0"), "{out}");
+}
+
+/// An upstream cluster of the guest configuration: TLS to an `openssl s_server -WWW` origin.
+fn upstream_cluster(name: &str, port: u16, tls_params: &str) -> String {
+    format!(
+        r#"  - name: {name}
+    connect_timeout: 60s
+    type: STATIC
+    load_assignment:
+      cluster_name: {name}
+      endpoints:
+      - lb_endpoints:
+        - endpoint: {{address: {{socket_address: {{address: 127.0.0.1, port_value: {port}}}}}}}
+    transport_socket:
+      name: envoy.transport_sockets.tls
+      typed_config:
+        "@type": type.googleapis.com/envoy.extensions.transport_sockets.tls.v3.UpstreamTlsContext
+        sni: localhost
+        common_tls_context:
+          tls_params: {{{tls_params}}}
+"#
+    )
+}
+
+/// hoist as a proxy: kTLS downstream (`require`), routes /o12/ and /o13/ to TLS 1.2 and TLS 1.3
+/// origins (openssl s_server in the guest), so every body goes kTLS (upstream) -> hoist ->
+/// kTLS (downstream).
+fn upstream_config() -> String {
+    // A second listener of the same process is the Content-Length origin for splice: its file
+    // bodies go out with sendfile over kTLS, come in over the upstream kTLS socket, and are
+    // spliced into the downstream kTLS socket.
+    let origin = GuestListener {
+        name: "origin",
+        port: ORIGIN_PORT,
+        offload: None,
+        tls_extra: "",
+    };
+    let mut out = config(&[DEFAULT_LISTENER, origin]);
+    // The first listener's catch-all route gives way to the upstream routes.
+    let catch_all = "              - match: {prefix: /}\n";
+    let upstream_routes = "              - match: {prefix: /o12/}\n                route: {cluster: origin12, prefix_rewrite: /, timeout: 0s}\n              - match: {prefix: /o13/}\n                route: {cluster: origin13, prefix_rewrite: /, timeout: 0s}\n              - match: {prefix: /s/}\n                route: {cluster: self, prefix_rewrite: /, timeout: 0s}\n";
+    out = out.replacen(catch_all, &format!("{upstream_routes}{catch_all}"), 1);
+    out.push_str("  clusters:\n");
+    out.push_str(&upstream_cluster(
+        "origin12",
+        10445,
+        "tls_maximum_protocol_version: TLSv1_2",
+    ));
+    out.push_str(&upstream_cluster(
+        "origin13",
+        10446,
+        "tls_minimum_protocol_version: TLSv1_3, tls_maximum_protocol_version: TLSv1_3",
+    ));
+    out.push_str(&upstream_cluster(
+        "self",
+        ORIGIN_PORT,
+        "tls_minimum_protocol_version: TLSv1_3, tls_maximum_protocol_version: TLSv1_3",
+    ));
+    out
+}
+
+const ORIGIN_PORT: u16 = 10447;
+
+fn guest_script_upstream() -> String {
+    let mut s = String::from(START);
+    s.push_str(
+        r#"cd /root/data
+openssl s_server -quiet -WWW -accept 10445 -cert /root/cert.pem -key /root/key.pem -tls1_2 >/tmp/o12.out 2>&1 &
+openssl s_server -quiet -WWW -accept 10446 -cert /root/cert.pem -key /root/key.pem -tls1_3 >/tmp/o13.out 2>&1 &
+cd /
+sleep 2
+tx0=$(tls TlsTxSw); rx0=$(tls TlsRxSw)
+for o in o12 o13; do
+  for f in 10m 16385 1m; do
+    want=$(sha256sum /root/data/$f.bin | cut -d' ' -f1)
+    curl -sk --tls-max 1.2 -o /tmp/b "https://localhost:10443/$o/$f.bin" || fail "curl $o $f"
+    got=$(sha256sum /tmp/b | cut -d' ' -f1)
+    [ "$got" = "$want" ] || fail "$o/$f: $got != $want"
+    echo "KTLS upstream body $o $f ok"
+  done
+done
+echo "KTLS tls_stat TlsTxSw $tx0 $(tls TlsTxSw) TlsRxSw $rx0 $(tls TlsRxSw)"
+# splice: kTLS (upstream) -> pipe -> kTLS (downstream), one keep-alive upstream connection.
+for f in 10m 1m 100k; do
+  want=$(sha256sum /root/data/$f.bin | cut -d' ' -f1)
+  curl -sk --http1.1 -o /tmp/b "https://localhost:10443/s/$f" || fail "curl s $f"
+  got=$(sha256sum /tmp/b | cut -d' ' -f1)
+  [ "$got" = "$want" ] || fail "s/$f: $got != $want"
+  echo "KTLS upstream body s $f ok"
+done
+admin '/stats?filter=^cluster\.(origin1[23]|self)\.(ssl|upstream_cx_total|upstream_rq_splice)' | sed 's/^/KTLS stat /'
+echo "KTLS upstream diag sock_diag: $(grep -c 'upstream kTLS on, tx sw rx sw (from sock_diag)' /tmp/hoist.err)"
+echo "KTLS nopad violations: $(tls TlsRxNoPadViolation)"
+"#,
+    );
+    s.push_str(FINISH);
+    s
+}
+
+fn cluster_stat(out: &str, cluster: &str, name: &str) -> u64 {
+    let key = format!("KTLS stat cluster.{cluster}.{name}: ");
+    out.lines()
+        .find_map(|l| l.strip_prefix(&key))
+        .map_or(0, |v| v.trim().parse().unwrap())
+}
+
+/// Upstream kTLS: hoist connects to TLS 1.2 and TLS 1.3 origins, the kernel takes the upstream
+/// sockets after the handshake (`require`: a fallback would fail the request), bodies arrive
+/// byte-exact, sock_diag says `sw` for the upstream sockets, and TLS 1.3 tickets, which arrive
+/// after the switch as control records, resume the next connections (s_server -WWW closes
+/// after each response, so every request opens a new upstream connection).
+#[test]
+fn ktls_upstream_on_debian_6_1() {
+    if !require_vm("6.1") {
+        return;
+    }
+    let out = boot_with_config("6.1", upstream_config(), &[], guest_script_upstream());
+    for o in ["o12", "o13"] {
+        for f in ["10m", "16385", "1m"] {
+            assert!(
+                out.contains(&format!("KTLS upstream body {o} {f} ok")),
+                "{o} {f}:\n{out}"
+            );
+        }
+    }
+    for c in ["origin12", "origin13"] {
+        assert_eq!(cluster_stat(&out, c, "upstream_cx_total"), 3, "{c}:\n{out}");
+        assert_eq!(cluster_stat(&out, c, "ssl.handshake"), 3, "{c}:\n{out}");
+        assert_eq!(cluster_stat(&out, c, "ssl.offload.tx_sw"), 3, "{c}:\n{out}");
+        assert_eq!(cluster_stat(&out, c, "ssl.offload.rx_sw"), 3, "{c}:\n{out}");
+        assert_eq!(cluster_stat(&out, c, "ssl.offload.none"), 0, "{c}:\n{out}");
+        // Each later connection resumed the session of an earlier one.
+        assert_eq!(
+            cluster_stat(&out, c, "ssl.session_reused"),
+            2,
+            "{c}:\n{out}"
+        );
+    }
+    // Spliced kTLS -> kTLS over one pooled upstream connection, itself kTLS.
+    for f in ["10m", "1m", "100k"] {
+        assert!(
+            out.contains(&format!("KTLS upstream body s {f} ok")),
+            "{f}:\n{out}"
+        );
+    }
+    assert_eq!(cluster_stat(&out, "self", "upstream_cx_total"), 1, "{out}");
+    assert_eq!(cluster_stat(&out, "self", "ssl.offload.tx_sw"), 1, "{out}");
+    // 100k may arrive mostly with the response head (then it is copied: below 64 KiB left).
+    let spliced_bodies = cluster_stat(&out, "self", "upstream_rq_splice");
+    assert!((2..=3).contains(&spliced_bodies), "{out}");
+    assert_eq!(
+        cluster_stat(&out, "self", "upstream_rq_splice_declined"),
+        0,
+        "{out}"
+    );
+    let spliced = cluster_stat(&out, "self", "upstream_rq_splice_bytes");
+    let total = 10 * 1024 * 1024 + 1024 * 1024 + 100 * 1024;
+    assert!(spliced > total - 256 * 1024 && spliced <= total, "{out}");
+    // TLS_RX_EXPECT_NO_PAD toward the TLS 1.3 upstreams (6.1 has it), and they did not pad.
+    assert_eq!(
+        cluster_stat(&out, "origin13", "ssl.offload.rx_expect_no_pad"),
+        3,
+        "{out}"
+    );
+    assert_eq!(
+        cluster_stat(&out, "self", "ssl.offload.rx_expect_no_pad"),
+        1,
+        "{out}"
+    );
+    assert_eq!(
+        cluster_stat(&out, "origin12", "ssl.offload.rx_expect_no_pad"),
+        0,
+        "{out}"
+    );
+    assert_eq!(number_after(&out, "KTLS nopad violations: "), 0, "{out}");
+    // TLS 1.3 tickets came as kTLS control records after the switch.
+    assert!(
+        cluster_stat(&out, "origin13", "ssl.offload.session_ticket") >= 3,
+        "{out}"
+    );
+    assert!(!out.contains(".ssl.offload.fallback."), "{out}");
+    assert!(!out.contains(".ssl.offload.closed."), "{out}");
+    assert!(!out.contains(".ssl.offload.error."), "{out}");
+    assert_eq!(
+        number_after(&out, "KTLS upstream diag sock_diag: "),
+        7,
+        "{out}"
+    );
+    // Downstream and upstream sockets of the six requests: 12 kernel TX contexts at least.
+    let line = out
+        .lines()
+        .find_map(|l| l.strip_prefix("KTLS tls_stat "))
+        .unwrap_or_else(|| panic!("{out}"));
+    let v: Vec<u64> = line
+        .split_whitespace()
+        .filter_map(|w| w.parse().ok())
+        .collect();
+    assert_eq!(v.len(), 4, "{line}");
+    assert!(v[1] >= v[0] + 12 && v[3] >= v[2] + 12, "{line}");
     assert!(out.contains("KTLS hoist exit: 0"), "{out}");
 }

@@ -4,12 +4,12 @@
 
 use std::net::IpAddr;
 
-use super::tls::validation_context;
+use super::tls::{tls_certificate, tls_params, validation_context};
 use crate::extension::{select, Kind, Slot};
 use crate::model::{
     CircuitBreakers, Cluster, DiscoveryType, DnsLookupFamily, Endpoint, HealthCheck,
-    HttpHealthCheck, LbPolicy, OutlierDetection, RetryBudget, UpstreamTlsContext,
-    DEFAULT_CONNECT_TIMEOUT, DEFAULT_MAGLEV_TABLE_SIZE, DEFAULT_MIN_RING_SIZE,
+    HttpHealthCheck, LbPolicy, OutlierDetection, RetryBudget, TlsParams, TlsVersion,
+    UpstreamTlsContext, DEFAULT_CONNECT_TIMEOUT, DEFAULT_MAGLEV_TABLE_SIZE, DEFAULT_MIN_RING_SIZE,
     DEFAULT_OVERPROVISIONING_FACTOR, DEFAULT_UPSTREAM_IDLE_TIMEOUT, MAX_MAGLEV_TABLE_SIZE,
     MAX_RING_SIZE,
 };
@@ -660,12 +660,16 @@ fn upstream_tls_context(mut m: Message) -> Result<UpstreamTlsContext> {
         }
         None => None,
     };
+    let mut params = TlsParams {
+        max_version: TlsVersion::Tls1_2,
+        ..TlsParams::default()
+    };
+    let mut alpn_protocols = Vec::new();
+    let mut client_certificate = None;
     let (trusted_ca, subject_alt_names) = match m.field("common_tls_context")? {
         Some(n) => {
             let mut c = n.message()?;
             c.unsupported(&[
-                "tls_params",
-                "tls_certificates",
                 "tls_certificate_sds_secret_configs",
                 "tls_certificate_provider_instance",
                 "custom_tls_certificate_selector",
@@ -675,10 +679,26 @@ fn upstream_tls_context(mut m: Message) -> Result<UpstreamTlsContext> {
                 "combined_validation_context",
                 "validation_context_certificate_provider",
                 "validation_context_certificate_provider_instance",
-                "alpn_protocols",
                 "custom_handshaker",
                 "key_log",
             ])?;
+            if let Some(n) = c.field("tls_params")? {
+                params = upstream_tls_params(&n)?;
+            }
+            let certs = c.list("tls_certificates")?;
+            if certs.len() > 1 {
+                return Err(c.error("an upstream presents at most one client certificate"));
+            }
+            if let Some(n) = certs.first() {
+                client_certificate = Some(tls_certificate(n)?);
+            }
+            for item in c.list("alpn_protocols")? {
+                let p = item.string()?;
+                if p.is_empty() || p.len() > 255 {
+                    return Err(item.error("an ALPN protocol name is 1 to 255 bytes"));
+                }
+                alpn_protocols.push(p);
+            }
             let v = c
                 .field("validation_context")?
                 .map(|n| validation_context(&n))
@@ -696,8 +716,31 @@ fn upstream_tls_context(mut m: Message) -> Result<UpstreamTlsContext> {
         sni,
         trusted_ca,
         subject_alt_names,
+        min_version: params.min_version,
+        max_version: params.max_version,
+        alpn_protocols,
+        client_certificate,
         yaml_path,
     })
+}
+
+/// `tls_params` of an upstream: versions only. Envoy's client maximum is TLS 1.2 unless set
+/// (or unless the minimum is 1.3).
+fn upstream_tls_params(n: &Node) -> Result<TlsParams> {
+    let mut p = tls_params(n)?;
+    if !p.cipher_suites.is_empty() || !p.ecdh_curves.is_empty() {
+        return Err(n.error(
+            "upstream tls_params: cipher_suites and ecdh_curves are not supported (versions only)",
+        ));
+    }
+    let explicit_max = n
+        .message()?
+        .field("tls_maximum_protocol_version")?
+        .is_some();
+    if !explicit_max && p.min_version < TlsVersion::Tls1_3 {
+        p.max_version = TlsVersion::Tls1_2;
+    }
+    Ok(p)
 }
 
 #[cfg(test)]
@@ -969,6 +1012,50 @@ mod tests {
             err,
             "static_resources.clusters[0]: field \"http2_protocol_options\" is not supported by hoist yet"
         );
+    }
+
+    #[test]
+    fn upstream_tls_versions_and_alpn() {
+        let with = |common: serde_json::Value| {
+            decode(
+                json!([{"name": "a", "load_assignment": endpoint("127.0.0.1", 443),
+                "transport_socket": {"name": "envoy.transport_sockets.tls", "typed_config": {
+                    "@type": "type.googleapis.com/envoy.extensions.transport_sockets.tls.v3.UpstreamTlsContext",
+                    "common_tls_context": common}}}]),
+            )
+        };
+        let tls = |c: Vec<Cluster>| c[0].tls.clone().unwrap();
+        // Envoy's client default: TLS 1.2 only.
+        let t = tls(with(json!({})).unwrap());
+        assert_eq!(
+            (t.min_version, t.max_version),
+            (TlsVersion::Tls1_2, TlsVersion::Tls1_2)
+        );
+        assert!(t.alpn_protocols.is_empty());
+        let t = tls(with(
+            json!({"tls_params": {"tls_maximum_protocol_version": "TLSv1_3"},
+            "alpn_protocols": ["h2", "http/1.1"]}),
+        )
+        .unwrap());
+        assert_eq!(
+            (t.min_version, t.max_version),
+            (TlsVersion::Tls1_2, TlsVersion::Tls1_3)
+        );
+        assert_eq!(t.alpn_protocols, ["h2", "http/1.1"]);
+        let t =
+            tls(with(json!({"tls_params": {"tls_minimum_protocol_version": "TLSv1_3"}})).unwrap());
+        assert_eq!(
+            (t.min_version, t.max_version),
+            (TlsVersion::Tls1_3, TlsVersion::Tls1_3)
+        );
+        let err = with(json!({"tls_params": {"cipher_suites": ["ECDHE-RSA-AES128-GCM-SHA256"]}}))
+            .unwrap_err();
+        assert!(
+            err.contains("cipher_suites and ecdh_curves are not supported"),
+            "{err}"
+        );
+        let err = with(json!({"alpn_protocols": [""]})).unwrap_err();
+        assert!(err.contains("1 to 255 bytes"), "{err}");
     }
 
     #[test]

@@ -105,7 +105,7 @@ pub(crate) fn downstream_tls_context(mut m: Message) -> Result<DownstreamTlsCont
     })
 }
 
-fn tls_params(node: &Node) -> Result<TlsParams> {
+pub(crate) fn tls_params(node: &Node) -> Result<TlsParams> {
     let mut m = node.message()?;
     m.unsupported(&["signature_algorithms", "compliance_policies"])?;
     let min_version = m
@@ -149,7 +149,7 @@ fn tls_params(node: &Node) -> Result<TlsParams> {
     })
 }
 
-fn tls_certificate(node: &Node) -> Result<TlsCertificate> {
+pub(crate) fn tls_certificate(node: &Node) -> Result<TlsCertificate> {
     let mut m = node.message()?;
     m.unsupported(&[
         "pkcs12",

@@ -4,7 +4,7 @@
 use std::time::Duration;
 
 use super::core::DataSource;
-use super::tls::SanMatch;
+use super::tls::{SanMatch, TlsCertificate, TlsVersion};
 
 /// Envoy's default `connect_timeout`.
 pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
@@ -189,6 +189,13 @@ pub struct UpstreamTlsContext {
     pub trusted_ca: Option<DataSource>,
     /// `validation_context.match_typed_subject_alt_names` (exact); empty: any name.
     pub subject_alt_names: Vec<SanMatch>,
+    /// `common_tls_context.tls_params` versions (Envoy's client default: 1.2 to 1.2).
+    pub min_version: TlsVersion,
+    pub max_version: TlsVersion,
+    /// `common_tls_context.alpn_protocols`, offered in this order; empty: no ALPN.
+    pub alpn_protocols: Vec<String>,
+    /// `common_tls_context.tls_certificates[0]`: the client certificate for mTLS.
+    pub client_certificate: Option<TlsCertificate>,
     pub yaml_path: String,
 }
 

@@ -215,6 +215,39 @@ impl<T: AsyncRead + AsyncWrite + Unpin> UpstreamH1<T> {
         }
     }
 
+    /// For a Content-Length body: takes the body bytes already read with the head, and says how
+    /// many are still in the socket (to be moved past user space, then reported with
+    /// [`spliced`](Self::spliced)). None for other framings or when nothing is left to move.
+    pub fn take_for_splice(&mut self) -> Option<(Bytes, u64)> {
+        let left = self.splice_remaining()?;
+        let ResponseBody::Framed(BodyDecoder::Length(remaining)) = &mut self.body else {
+            return None;
+        };
+        let n = self.rbuf.len();
+        *remaining = left;
+        Some((self.rbuf.split_to(n).freeze(), left))
+    }
+
+    /// What [`take_for_splice`](Self::take_for_splice) would leave in the socket (None: not a
+    /// Content-Length body, or all of it is read already).
+    pub fn splice_remaining(&self) -> Option<u64> {
+        let ResponseBody::Framed(BodyDecoder::Length(remaining)) = &self.body else {
+            return None;
+        };
+        let left = remaining.checked_sub(self.rbuf.len() as u64)?;
+        (left > 0).then_some(left)
+    }
+
+    /// `n` bytes of the body were moved from the socket by someone else (splice).
+    pub fn spliced(&mut self, n: u64) {
+        if let ResponseBody::Framed(BodyDecoder::Length(remaining)) = &mut self.body {
+            *remaining = remaining.saturating_sub(n);
+            if *remaining == 0 {
+                self.body = ResponseBody::Done;
+            }
+        }
+    }
+
     /// Whether another request may be sent: the response was read to its end, nothing
     /// unexpected follows it, and neither side asked to close.
     pub fn reusable(&self) -> bool {

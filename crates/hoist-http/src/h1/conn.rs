@@ -16,8 +16,9 @@ use super::encode::{encode_head, reason, ConnectionHeader, LengthHeader};
 use super::framing::RequestInfo;
 use super::parse::{parse_head, Scratch};
 use super::{H1Error, H1Limits};
-use crate::body::StreamBody;
+use crate::body::{SpliceOffer, SpliceReport, StreamBody};
 use crate::{Body, RequestHead, ResponseHead, Version};
+use hoist_tls::splice::Spliced;
 
 /// Read size while waiting for a head. Requests are small; a large head grows the buffer up to
 /// the head limit and no further.
@@ -409,9 +410,17 @@ impl<T: Transport> H1Conn<T> {
                 region.len
             }
             Body::Stream(stream) if send_body => {
-                let written = self
-                    .write_stream(stream, length == LengthHeader::Chunked)
-                    .await;
+                let offer = match length {
+                    LengthHeader::Value(_) if self.io.can_splice() => stream.take_splice(),
+                    _ => None,
+                };
+                let written = match offer {
+                    Some(offer) => self.write_spliced(stream, offer).await,
+                    None => {
+                        self.write_stream(stream, length == LengthHeader::Chunked)
+                            .await
+                    }
+                };
                 self.check(written)?
             }
             _ => {
@@ -429,10 +438,66 @@ impl<T: Transport> H1Conn<T> {
     /// closes the connection so the client sees the response is incomplete.
     async fn write_stream(&mut self, stream: &StreamBody, chunked: bool) -> io::Result<u64> {
         self.write_wbuf().await?;
+        self.stream_pieces(stream, chunked, 0).await
+    }
+
+    /// Writes the head in `wbuf`, the body bytes the producer already read, then has the
+    /// transport splice the rest socket to socket (the bytes never enter user space). A
+    /// kernel-TLS control record on the upstream stops the splice: the rest comes through the
+    /// channel. Every outcome is reported to the producer, which owns the upstream connection.
+    async fn write_spliced(&mut self, stream: &StreamBody, offer: SpliceOffer) -> io::Result<u64> {
+        let mut head = std::mem::take(&mut self.wbuf);
+        head.extend_from_slice(&offer.buffered);
+        self.wbuf = head;
+        if let Err(e) = self.write_wbuf().await {
+            offer.report(SpliceReport::Failed(0));
+            return Err(e);
+        }
+        let mut moved = 0u64;
+        let forwarded = {
+            let splice = self
+                .io
+                .splice_from(&offer.source, offer.remaining, &mut moved);
+            match offer.deadline {
+                Some(d) => tokio::time::timeout_at(d.into(), splice)
+                    .await
+                    .unwrap_or_else(|_| {
+                        Err(io::Error::new(
+                            io::ErrorKind::TimedOut,
+                            "upstream request timeout",
+                        ))
+                    }),
+                None => splice.await,
+            }
+        };
+        let sent = offer.buffered.len() as u64 + moved;
+        match forwarded {
+            Ok(Spliced::Done) => {
+                offer.report(SpliceReport::Done(moved));
+                self.io.flush().await?;
+                Ok(sent)
+            }
+            Ok(Spliced::Interrupted) => {
+                offer.report(SpliceReport::Interrupted(moved));
+                self.stream_pieces(stream, false, sent).await
+            }
+            Err(e) => {
+                offer.report(SpliceReport::Failed(moved));
+                Err(e)
+            }
+        }
+    }
+
+    /// The pieces of a streamed body after `sent` bytes of it were written.
+    async fn stream_pieces(
+        &mut self,
+        stream: &StreamBody,
+        chunked: bool,
+        mut sent: u64,
+    ) -> io::Result<u64> {
         let mut rx = stream.take().ok_or_else(|| {
             io::Error::new(io::ErrorKind::InvalidInput, "stream body already taken")
         })?;
-        let mut sent = 0u64;
         while let Some(piece) = rx.recv().await {
             let piece = piece?;
             if piece.is_empty() {

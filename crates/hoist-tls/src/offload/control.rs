@@ -14,6 +14,7 @@ use super::crypto_info::CryptoInfo;
 use super::sys::{Direction, Sys, RECORD_ALERT, RECORD_HANDSHAKE};
 use super::transport::{KtlsTransport, ReadSide, WriteSide};
 use super::{ErrorReason, OffloadEvent};
+use crate::side::Side;
 
 pub(super) const ALERT_WARNING: u8 = 1;
 pub(super) const ALERT_FATAL: u8 = 2;
@@ -21,6 +22,7 @@ pub(super) const ALERT_CLOSE_NOTIFY: u8 = 0;
 pub(super) const ALERT_UNEXPECTED_MESSAGE: u8 = 10;
 pub(super) const ALERT_INTERNAL_ERROR: u8 = 80;
 pub(super) const ALERT_USER_CANCELED: u8 = 90;
+pub(super) const HANDSHAKE_NEW_SESSION_TICKET: u8 = 4;
 pub(super) const HANDSHAKE_KEY_UPDATE: u8 = 24;
 
 /// A record hoist sends itself, and what to do once it is out.
@@ -69,7 +71,7 @@ pub(super) enum Flow {
     Fail(io::Error),
 }
 
-impl<S: Sys> KtlsTransport<S> {
+impl<S: Sys, C: Side> KtlsTransport<S, C> {
     /// Sends the queued control records, then does what each asks for afterwards.
     pub(super) fn poll_pending(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
         while let Some(ctl) = self.pending.front().copied() {
@@ -137,18 +139,18 @@ impl<S: Sys> KtlsTransport<S> {
         }
     }
 
-    /// A record that is not application data arrived: `head` holds its first bytes, `len` its
-    /// length (what this read returned of it), `eor` whether the read ended it.
+    /// A whole record that is not application data arrived (`eor`: the kernel marked its end;
+    /// false only when the stream ended inside it).
     pub(super) fn on_control(
         &mut self,
         cx: &mut Context<'_>,
         record_type: u8,
         head: &[u8],
-        len: usize,
         eor: bool,
     ) -> Flow {
+        let len = head.len();
         match record_type {
-            RECORD_ALERT if len == 2 && head.len() == 2 && eor => {
+            RECORD_ALERT if len == 2 && eor => {
                 let (level, description) = (head[0], head[1]);
                 if description == ALERT_CLOSE_NOTIFY {
                     return Flow::Eof;
@@ -165,9 +167,13 @@ impl<S: Sys> KtlsTransport<S> {
                 )
             }
             RECORD_HANDSHAKE
+                if self.tls13 && eor && head.first() == Some(&HANDSHAKE_NEW_SESSION_TICKET) =>
+            {
+                self.new_session_tickets(cx, head)
+            }
+            RECORD_HANDSHAKE
                 if self.tls13
                     && len == 5
-                    && head.len() == 5
                     && eor
                     && head[..4] == [HANDSHAKE_KEY_UPDATE, 0, 0, 1]
                     && head[4] <= 1 =>
@@ -211,6 +217,49 @@ impl<S: Sys> KtlsTransport<S> {
             if let Poll::Ready(Err(e)) = self.poll_pending(cx) {
                 tracing::debug!("sending the KeyUpdate reply: {e}");
             }
+        }
+        Flow::Continue
+    }
+
+    /// TLS 1.3 NewSessionTickets (one record may hold several) from the server, on a client
+    /// connection: rustls stores them for the next connection to the same upstream.
+    fn new_session_tickets(&mut self, cx: &mut Context<'_>, mut record: &[u8]) -> Flow {
+        while !record.is_empty() {
+            let message = match record {
+                [typ, a, b, c, rest @ ..] if *typ == HANDSHAKE_NEW_SESSION_TICKET => {
+                    let len = u32::from_be_bytes([0, *a, *b, *c]) as usize;
+                    (rest.len() >= len).then(|| rest.split_at(len))
+                }
+                _ => None,
+            };
+            let Some((payload, rest)) = message else {
+                return self.fail_read(
+                    cx,
+                    ErrorReason::UnexpectedMessage,
+                    "malformed or mixed handshake record after the handshake".into(),
+                    Some(ALERT_UNEXPECTED_MESSAGE),
+                );
+            };
+            match C::new_session_ticket(&mut self.kernel, payload) {
+                None => {
+                    return self.fail_read(
+                        cx,
+                        ErrorReason::UnexpectedMessage,
+                        "NewSessionTicket sent to a server".into(),
+                        Some(ALERT_UNEXPECTED_MESSAGE),
+                    )
+                }
+                Some(Err(e)) => {
+                    return self.fail_read(
+                        cx,
+                        ErrorReason::UnexpectedMessage,
+                        format!("bad NewSessionTicket: {e}"),
+                        Some(ALERT_UNEXPECTED_MESSAGE),
+                    )
+                }
+                Some(Ok(())) => self.emit(OffloadEvent::SessionTicket),
+            }
+            record = rest;
         }
         Flow::Continue
     }

@@ -153,6 +153,8 @@ pub enum OffloadEvent {
     Rekey(Direction),
     /// The connection ends because of this (`ssl.offload.error.<reason>`).
     Error(ErrorReason),
+    /// A client connection stored a TLS 1.3 session ticket that arrived after the switch.
+    SessionTicket,
 }
 
 /// Why an offloaded connection ended early.

@@ -15,13 +15,16 @@ use super::probe::errno_name;
 use super::sys::{Direction, Linux, Sys};
 use super::transport::KtlsTransport;
 use super::{Capabilities, Reason};
+use rustls::server::UnbufferedServerConnection;
+
 use crate::handshake::Established;
+use crate::side::Side;
 
 /// Why the switch did not happen.
-pub enum SwitchError {
+pub enum SwitchError<C = UnbufferedServerConnection> {
     /// Nothing changed that user-space TLS cannot continue from: here is the connection back.
     Fallback {
-        established: Box<Established>,
+        established: Box<Established<C>>,
         reason: Reason,
         error: io::Error,
     },
@@ -30,7 +33,7 @@ pub enum SwitchError {
     Failed { reason: Reason, error: String },
 }
 
-impl SwitchError {
+impl<C> SwitchError<C> {
     pub fn reason(&self) -> Reason {
         match self {
             SwitchError::Fallback { reason, .. } | SwitchError::Failed { reason, .. } => *reason,
@@ -38,13 +41,13 @@ impl SwitchError {
     }
 }
 
-impl fmt::Debug for SwitchError {
+impl<C> fmt::Debug for SwitchError<C> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         fmt::Display::fmt(self, f)
     }
 }
 
-impl fmt::Display for SwitchError {
+impl<C> fmt::Display for SwitchError<C> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             SwitchError::Fallback { reason, error, .. } => {
@@ -56,20 +59,20 @@ impl fmt::Display for SwitchError {
 }
 
 /// Moves the record layer of `established` into the kernel.
-pub fn switch(
-    established: Established,
+pub fn switch<C: Side>(
+    established: Established<C>,
     caps: &Capabilities,
-) -> Result<KtlsTransport<Linux>, SwitchError> {
+) -> Result<KtlsTransport<Linux, C>, SwitchError<C>> {
     switch_with(established, Linux, caps.rekey)
 }
 
 /// [`switch`] through `sys`; `can_rekey` says whether the kernel installs new keys on a live
 /// socket (from the probe).
-pub fn switch_with<S: Sys>(
-    established: Established,
+pub fn switch_with<S: Sys, C: Side>(
+    established: Established<C>,
     sys: S,
     can_rekey: bool,
-) -> Result<KtlsTransport<S>, SwitchError> {
+) -> Result<KtlsTransport<S, C>, SwitchError<C>> {
     if let Err(error) = sys.attach_ulp(established.tcp.as_fd()) {
         return Err(SwitchError::Fallback {
             established: Box::new(established),
@@ -78,12 +81,10 @@ pub fn switch_with<S: Sys>(
         });
     }
     let Established { tcp, conn, info } = established;
-    let (secrets, kernel) =
-        conn.dangerous_into_kernel_connection()
-            .map_err(|e| SwitchError::Failed {
-                reason: Reason::SecretExtraction,
-                error: e.to_string(),
-            })?;
+    let (secrets, kernel) = conn.into_kernel().map_err(|e| SwitchError::Failed {
+        reason: Reason::SecretExtraction,
+        error: e.to_string(),
+    })?;
     let version = kernel.protocol_version();
     let key_setup = |error: String| SwitchError::Failed {
         reason: Reason::KeySetupFailed,
@@ -98,5 +99,11 @@ pub fn switch_with<S: Sys>(
         .map_err(|e| key_setup(format!("TLS_TX: {}", errno_name(&e))))?;
     sys.set_crypto(tcp.as_fd(), Direction::Rx, &rx)
         .map_err(|e| key_setup(format!("TLS_RX: {}", errno_name(&e))))?;
-    Ok(KtlsTransport::new(tcp, sys, kernel, info, can_rekey))
+    // Best effort: kernels before 6.0 do not know the option (ENOPROTOOPT).
+    let no_pad = C::TRUSTED_PEER
+        && version == rustls::ProtocolVersion::TLSv1_3
+        && sys.expect_no_pad(tcp.as_fd()).is_ok();
+    let mut t = KtlsTransport::new(tcp, sys, kernel, info, can_rekey);
+    t.rx_expect_no_pad = no_pad;
+    Ok(t)
 }

@@ -25,6 +25,10 @@ pub const TLS_TX: libc::c_int = 1;
 pub const TLS_RX: libc::c_int = 2;
 /// cmsg types of SOL_TLS.
 pub const TLS_SET_RECORD_TYPE: libc::c_int = 1;
+/// `TLS_RX_EXPECT_NO_PAD` (kernel 6.0+): TLS 1.3 records from this peer carry no padding, so
+/// the kernel decrypts straight into the reader's buffer (a padded record is still read,
+/// after a retry, and counted in TlsRxNoPadViolation).
+pub const TLS_RX_EXPECT_NO_PAD: libc::c_int = 4;
 pub const TLS_GET_RECORD_TYPE: libc::c_int = 2;
 
 /// TLS record content types (RFC 8446 section 5.1).
@@ -91,6 +95,17 @@ pub trait Sys {
     ) -> io::Result<usize>;
     /// Waits (WouldBlock) until everything accepted is on its way. The kernel sends on its
     /// own, so the real call has nothing to do; an emulated kernel in user space does.
+    /// Sets TLS_RX_EXPECT_NO_PAD (toward trusted TLS 1.3 peers: upstreams).
+    fn expect_no_pad(&self, _fd: BorrowedFd<'_>) -> io::Result<()> {
+        Err(io::ErrorKind::Unsupported.into())
+    }
+
+    /// Whether bodies may be spliced into the socket (the real kernel encrypts them; the
+    /// test emulator cannot see them).
+    fn can_splice(&self) -> bool {
+        false
+    }
+
     fn flush(&self, _fd: BorrowedFd<'_>) -> io::Result<()> {
         Ok(())
     }
@@ -101,6 +116,14 @@ pub trait Sys {
 pub struct Linux;
 
 impl Sys for Linux {
+    fn can_splice(&self) -> bool {
+        true
+    }
+
+    fn expect_no_pad(&self, fd: BorrowedFd<'_>) -> io::Result<()> {
+        setsockopt_bytes(fd, SOL_TLS, TLS_RX_EXPECT_NO_PAD, &1u32.to_ne_bytes())
+    }
+
     fn attach_ulp(&self, fd: BorrowedFd<'_>) -> io::Result<()> {
         setsockopt_bytes(fd, libc::SOL_TCP, TCP_ULP, b"tls")
     }

@@ -13,12 +13,12 @@
 use std::collections::VecDeque;
 use std::future::poll_fn;
 use std::io::{self, IoSlice};
-use std::os::fd::AsFd;
+use std::os::fd::{AsFd, BorrowedFd};
 use std::pin::Pin;
 use std::task::{ready, Context, Poll};
 
 use rustls::kernel::KernelConnection;
-use rustls::server::ServerConnectionData;
+use rustls::server::UnbufferedServerConnection;
 use rustls::{ProtocolVersion, SupportedCipherSuite};
 use tokio::io::{AsyncRead, AsyncWrite, Interest, ReadBuf};
 use tokio::net::TcpStream;
@@ -28,6 +28,8 @@ use super::records::RecordBudget;
 use super::sys::{Linux, Sys, RECORD_APPLICATION_DATA};
 use super::{ErrorReason, EventSink, OffloadEvent};
 use crate::file::FileRegion;
+use crate::side::Side;
+use crate::splice::{poll_splice_into, SpliceSink, SpliceSource, Spliced};
 use crate::transport::{TlsInfo, Transport};
 
 /// Below this much room in the caller's buffer, reads go through an internal buffer, so that
@@ -37,6 +39,8 @@ const MIN_DIRECT_READ: usize = 64;
 const SCRATCH: usize = 16384 + 256;
 /// Largest count passed to one sendfile call.
 const SENDFILE_CHUNK: u64 = 1 << 30;
+/// The largest non-data record hoist gathers (a TLS record's plaintext is at most 2^14).
+const MAX_CONTROL_RECORD: usize = 16384 + 256;
 /// Warning alerts ignored in one poll before yielding to other tasks.
 const MAX_IGNORED_ALERTS: usize = 16;
 
@@ -59,10 +63,12 @@ pub(super) enum WriteSide {
     Failed,
 }
 
-pub struct KtlsTransport<S: Sys = Linux> {
+/// `C`: the side the handshake ran as, the server (downstream connections) or the client
+/// (upstream ones); it decides what a post-handshake NewSessionTicket means.
+pub struct KtlsTransport<S: Sys = Linux, C: Side = UnbufferedServerConnection> {
     pub(super) tcp: TcpStream,
     pub(super) sys: S,
-    pub(super) kernel: KernelConnection<ServerConnectionData>,
+    pub(super) kernel: KernelConnection<C::Data>,
     pub(super) info: TlsInfo,
     pub(super) version: ProtocolVersion,
     pub(super) tls13: bool,
@@ -77,16 +83,21 @@ pub struct KtlsTransport<S: Sys = Linux> {
     pub(super) scratch: Vec<u8>,
     pub(super) leftover: Vec<u8>,
     pub(super) leftover_pos: usize,
+    /// A non-data record the caller's buffer could not take in one read, gathered until its
+    /// end (a NewSessionTicket is larger than the smallest direct read).
+    pub(super) partial: Vec<u8>,
+    /// TLS_RX_EXPECT_NO_PAD was set (TLS 1.3 toward an upstream).
+    pub(super) rx_expect_no_pad: bool,
 }
 
-impl<S: Sys> KtlsTransport<S> {
+impl<S: Sys, C: Side> KtlsTransport<S, C> {
     pub(crate) fn new(
         tcp: TcpStream,
         sys: S,
-        kernel: KernelConnection<ServerConnectionData>,
+        kernel: KernelConnection<C::Data>,
         info: TlsInfo,
         can_rekey: bool,
-    ) -> KtlsTransport<S> {
+    ) -> KtlsTransport<S, C> {
         let version = kernel.protocol_version();
         let limit = confidentiality_limit(kernel.negotiated_cipher_suite());
         KtlsTransport {
@@ -106,6 +117,8 @@ impl<S: Sys> KtlsTransport<S> {
             scratch: Vec::new(),
             leftover: Vec::new(),
             leftover_pos: 0,
+            partial: Vec::new(),
+            rx_expect_no_pad: false,
         }
     }
 
@@ -318,7 +331,7 @@ fn confidentiality_limit(suite: SupportedCipherSuite) -> u64 {
     }
 }
 
-impl<S: Sys + Unpin> AsyncRead for KtlsTransport<S> {
+impl<S: Sys + Unpin, C: Side> AsyncRead for KtlsTransport<S, C> {
     fn poll_read(
         self: Pin<&mut Self>,
         cx: &mut Context<'_>,
@@ -394,10 +407,30 @@ impl<S: Sys + Unpin> AsyncRead for KtlsTransport<S> {
                 }
                 return Poll::Ready(Ok(()));
             }
-            let mut head = [0u8; 8];
-            let h = got.len().min(head.len());
-            head[..h].copy_from_slice(&got[..h]);
-            match this.on_control(cx, r.record_type, &head[..h], r.len, r.end_of_record) {
+            // A non-data record: gathered whole (the kernel hands out one at a time and
+            // marks its end with MSG_EOR), then acted on.
+            if this.partial.len() + got.len() > MAX_CONTROL_RECORD {
+                this.partial.clear();
+                let flow = this.fail_read(
+                    cx,
+                    ErrorReason::UnexpectedMessage,
+                    "oversized TLS control record".into(),
+                    Some(super::control::ALERT_UNEXPECTED_MESSAGE),
+                );
+                if let Flow::Fail(e) = flow {
+                    return Poll::Ready(Err(e));
+                }
+                continue;
+            }
+            this.partial.extend_from_slice(got);
+            if !r.end_of_record && !got.is_empty() {
+                continue;
+            }
+            let record = std::mem::take(&mut this.partial);
+            let flow = this.on_control(cx, r.record_type, &record, r.end_of_record);
+            this.partial = record;
+            this.partial.clear();
+            match flow {
                 Flow::Continue => {
                     ignored += 1;
                     if ignored >= MAX_IGNORED_ALERTS {
@@ -415,7 +448,7 @@ impl<S: Sys + Unpin> AsyncRead for KtlsTransport<S> {
     }
 }
 
-impl<S: Sys + Unpin> AsyncWrite for KtlsTransport<S> {
+impl<S: Sys + Unpin, C: Side> AsyncWrite for KtlsTransport<S, C> {
     fn poll_write(
         self: Pin<&mut Self>,
         cx: &mut Context<'_>,
@@ -450,7 +483,7 @@ impl<S: Sys + Unpin> AsyncWrite for KtlsTransport<S> {
     }
 }
 
-impl<S: Sys + Unpin> Transport for KtlsTransport<S> {
+impl<S: Sys + Unpin, C: Side> Transport for KtlsTransport<S, C> {
     async fn write_file<'a>(&'a mut self, head: &'a [u8], body: &'a FileRegion) -> io::Result<()> {
         // MSG_MORE only when the body follows: the head then shares the body's first record.
         let more = body.len > 0;
@@ -470,5 +503,59 @@ impl<S: Sys + Unpin> Transport for KtlsTransport<S> {
 
     fn tls_info(&self) -> Option<&TlsInfo> {
         Some(&self.info)
+    }
+
+    fn can_splice(&self) -> bool {
+        self.sys.can_splice()
+    }
+
+    async fn splice_from<'a>(
+        &'a mut self,
+        src: &'a SpliceSource,
+        len: u64,
+        moved: &'a mut u64,
+    ) -> io::Result<Spliced> {
+        crate::splice::forward(src, self, len, moved).await
+    }
+}
+
+/// The kernel encrypts what is spliced in; hoist still sends its control records first and
+/// counts the records against the key's budget.
+impl<S: Sys + Unpin, C: Side> SpliceSink for KtlsTransport<S, C> {
+    fn poll_splice_out(
+        &mut self,
+        cx: &mut Context<'_>,
+        pipe: BorrowedFd<'_>,
+        n: usize,
+        more: bool,
+    ) -> Poll<io::Result<usize>> {
+        ready!(self.poll_pending(cx))?;
+        self.check_writable()?;
+        let allowance = ready!(self.poll_allowance(cx))?;
+        match ready!(poll_splice_into(
+            &self.tcp,
+            cx,
+            pipe,
+            n.min(allowance),
+            more
+        )) {
+            Ok(k) => {
+                self.budget.charge(k);
+                Poll::Ready(Ok(k))
+            }
+            Err(e) => Poll::Ready(Err(self.write_failed(e))),
+        }
+    }
+}
+
+impl<S: Sys, C: Side> KtlsTransport<S, C> {
+    /// Plaintext or part of a control record already read into user space: the next bytes
+    /// of the stream are not all in the socket.
+    pub fn rx_expect_no_pad(&self) -> bool {
+        self.rx_expect_no_pad
+    }
+
+    pub fn read_buffered(&self) -> bool {
+        self.leftover_pos < self.leftover.len() || !self.partial.is_empty()
     }
 }

@@ -29,6 +29,11 @@ pub(crate) struct LoadedCert {
 }
 
 impl LoadedCert {
+    /// The certificate chain and signing key (also what an upstream client presents).
+    pub(crate) fn certified_key(&self) -> Arc<CertifiedKey> {
+        self.key.clone()
+    }
+
     fn is_ecdsa(&self) -> bool {
         self.key.key.algorithm() == SignatureAlgorithm::ECDSA
     }

@@ -5,7 +5,7 @@
 //! settings are fixed because kernel TLS depends on them: secret extraction is on, and early
 //! data is off (0-RTT data would arrive before the keys could be handed to the kernel).
 
-mod certs;
+pub(crate) mod certs;
 mod client_auth;
 mod tickets;
 

@@ -10,7 +10,7 @@ use hoist_http::h1::{ClientError, RequestFraming};
 use hoist_http::ResponseHead;
 use http::HeaderMap;
 
-use super::conn::{ConnectError, UpstreamStream};
+use super::conn::ConnectError;
 use super::forward::Source;
 use super::pool::{ActiveRequest, Connection, WorkerCluster};
 use crate::stream::RequestBody;
@@ -178,8 +178,5 @@ fn failed(failure: Failure, c: &Connection) -> Attempt {
 }
 
 pub fn peer_addr(c: &Connection) -> Option<SocketAddr> {
-    match c.h1.get_ref() {
-        UpstreamStream::Plain(t) => t.peer_addr().ok(),
-        UpstreamStream::Tls(t) => t.get_ref().0.peer_addr().ok(),
-    }
+    c.h1.get_ref().tcp().peer_addr().ok()
 }

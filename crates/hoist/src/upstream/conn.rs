@@ -1,23 +1,28 @@
 //! Opening a connection to an endpoint: resolve (DNS clusters), TCP connect within
-//! connect_timeout, then the TLS handshake when the cluster has an UpstreamTlsContext.
+//! connect_timeout, then the TLS handshake when the cluster has an UpstreamTlsContext, after
+//! which the record layer runs in the kernel or in user space (tls.rs).
 
 use std::io;
 use std::net::{IpAddr, SocketAddr};
 use std::pin::Pin;
+use std::rc::Rc;
 use std::task::{Context, Poll};
 
 use hoist_config::model::DnsLookupFamily;
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::net::TcpStream;
-use tokio_rustls::client::TlsStream;
-use tokio_rustls::TlsConnector;
 
+use hoist_tls::splice::SpliceSource;
+use hoist_tls::{ClientKtlsTransport, ClientUserTlsTransport};
+
+use super::tls::{handshake, UpstreamTlsStats};
 use super::{ClusterInfo, EndpointInfo};
 
-/// An upstream byte stream, plain or TLS (rustls in user space).
+/// An upstream byte stream: plain TCP, kernel TLS, or TLS in user space (rustls).
 pub enum UpstreamStream {
     Plain(TcpStream),
-    Tls(Box<TlsStream<TcpStream>>),
+    Kernel(Box<ClientKtlsTransport>),
+    User(Box<ClientUserTlsTransport>),
 }
 
 /// Why no connection could be made.
@@ -29,9 +34,18 @@ pub enum ConnectError {
     Failed(String),
 }
 
+/// [`connect_with`] without TLS stats (health checks).
 pub async fn connect(
     cluster: &ClusterInfo,
     endpoint: &EndpointInfo,
+) -> Result<UpstreamStream, ConnectError> {
+    connect_with(cluster, endpoint, None).await
+}
+
+pub async fn connect_with(
+    cluster: &ClusterInfo,
+    endpoint: &EndpointInfo,
+    tls_stats: Option<&Rc<UpstreamTlsStats>>,
 ) -> Result<UpstreamStream, ConnectError> {
     let attempt = async {
         let addr = resolve(cluster, endpoint).await?;
@@ -41,14 +55,7 @@ pub async fn connect(
         let _ = tcp.set_nodelay(true);
         match &cluster.tls {
             None => Ok(UpstreamStream::Plain(tcp)),
-            Some(tls) => {
-                let connector = TlsConnector::from(tls.config.clone());
-                let stream = connector
-                    .connect(tls.server_name.clone(), tcp)
-                    .await
-                    .map_err(|e| ConnectError::Failed(format!("TLS_error: {e}")))?;
-                Ok(UpstreamStream::Tls(Box::new(stream)))
-            }
+            Some(tls) => handshake(&cluster.name, tcp, tls, tls_stats).await,
         }
     };
     // Envoy's connect_timeout covers the TCP connect and the TLS handshake.
@@ -85,12 +92,32 @@ impl UpstreamStream {
     /// Whether an idle pooled connection still looks usable: nothing to read (a close or
     /// stray bytes from the upstream mean it must not carry another request).
     pub fn idle_ok(&self) -> bool {
-        let tcp = match self {
-            UpstreamStream::Plain(t) => t,
-            UpstreamStream::Tls(t) => t.get_ref().0,
-        };
+        // On a kTLS socket a pending record makes this read return data or fail (EIO for a
+        // non-data record): either way the connection is not reused.
+        let tcp = self.tcp();
         let mut probe = [0u8; 1];
         matches!(tcp.try_read(&mut probe), Err(e) if e.kind() == io::ErrorKind::WouldBlock)
+    }
+}
+
+impl UpstreamStream {
+    /// A duplicate of the socket to splice a body from: plain TCP, or kernel TLS with nothing
+    /// read ahead into user space. None for user-space TLS.
+    pub fn splice_source(&self) -> Option<SpliceSource> {
+        let (tcp, ktls) = match self {
+            UpstreamStream::Plain(t) => (t, false),
+            UpstreamStream::Kernel(t) if !t.read_buffered() => (t.tcp(), true),
+            _ => return None,
+        };
+        SpliceSource::new(tcp, ktls).ok()
+    }
+
+    pub fn tcp(&self) -> &TcpStream {
+        match self {
+            UpstreamStream::Plain(t) => t,
+            UpstreamStream::Kernel(t) => t.tcp(),
+            UpstreamStream::User(t) => t.tcp(),
+        }
     }
 }
 
@@ -102,7 +129,8 @@ impl AsyncRead for UpstreamStream {
     ) -> Poll<io::Result<()>> {
         match self.get_mut() {
             UpstreamStream::Plain(s) => Pin::new(s).poll_read(cx, buf),
-            UpstreamStream::Tls(s) => Pin::new(s.as_mut()).poll_read(cx, buf),
+            UpstreamStream::Kernel(s) => Pin::new(s.as_mut()).poll_read(cx, buf),
+            UpstreamStream::User(s) => Pin::new(s.as_mut()).poll_read(cx, buf),
         }
     }
 }
@@ -115,21 +143,24 @@ impl AsyncWrite for UpstreamStream {
     ) -> Poll<io::Result<usize>> {
         match self.get_mut() {
             UpstreamStream::Plain(s) => Pin::new(s).poll_write(cx, data),
-            UpstreamStream::Tls(s) => Pin::new(s.as_mut()).poll_write(cx, data),
+            UpstreamStream::Kernel(s) => Pin::new(s.as_mut()).poll_write(cx, data),
+            UpstreamStream::User(s) => Pin::new(s.as_mut()).poll_write(cx, data),
         }
     }
 
     fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
         match self.get_mut() {
             UpstreamStream::Plain(s) => Pin::new(s).poll_flush(cx),
-            UpstreamStream::Tls(s) => Pin::new(s.as_mut()).poll_flush(cx),
+            UpstreamStream::Kernel(s) => Pin::new(s.as_mut()).poll_flush(cx),
+            UpstreamStream::User(s) => Pin::new(s.as_mut()).poll_flush(cx),
         }
     }
 
     fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
         match self.get_mut() {
             UpstreamStream::Plain(s) => Pin::new(s).poll_shutdown(cx),
-            UpstreamStream::Tls(s) => Pin::new(s.as_mut()).poll_shutdown(cx),
+            UpstreamStream::Kernel(s) => Pin::new(s.as_mut()).poll_shutdown(cx),
+            UpstreamStream::User(s) => Pin::new(s.as_mut()).poll_shutdown(cx),
         }
     }
 }

@@ -10,9 +10,10 @@ use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use hoist_config::model::{ClusterSpecifier, ForwardAction, HostRewrite, PathMatch, RetryPolicy};
-use hoist_http::body::StreamBody;
+use hoist_http::body::{SpliceReport, StreamBody};
 use hoist_http::{Body, RequestHead, ResponseFlags, ResponseHead};
 use http::header::{self, HeaderValue};
+use tokio::sync::oneshot;
 
 use super::attempt::{attempt, Attempt, Failure, Request};
 use super::conn::ConnectError;
@@ -363,8 +364,22 @@ fn finish<B>(
         cluster.release(upstream);
         Body::Empty
     } else {
+        let mut upstream = upstream;
         let (tx, stream) = StreamBody::channel(length);
-        tokio::task::spawn_local(pump(upstream, cluster.clone(), rq, tx, deadline, idle));
+        let splice = if is_head {
+            None
+        } else {
+            offer_splice(&mut upstream, &stream, deadline)
+        };
+        tokio::task::spawn_local(pump(
+            upstream,
+            cluster.clone(),
+            rq,
+            tx,
+            deadline,
+            idle,
+            splice,
+        ));
         Body::Stream(stream)
     };
     Forwarded {
@@ -379,9 +394,36 @@ fn finish<B>(
     }
 }
 
+/// Bodies shorter than this are copied: for them a pipe and a second socket registration cost
+/// more than the copy.
+const SPLICE_MIN: u64 = 64 * 1024;
+
+/// The writer's answer to a splice offer, and the body bytes read with the head (sent
+/// through the channel if the writer declines).
+type SpliceAnswer = (oneshot::Receiver<SpliceReport>, Bytes);
+
+/// Offers the downstream writer to splice the body (hoist_tls::splice): a Content-Length body
+/// of at least [`SPLICE_MIN`] still on a plain or kernel-TLS upstream socket. The writer
+/// declines when its own side cannot take part (user-space TLS, HTTP/2, a filter that reads
+/// the body).
+fn offer_splice(
+    upstream: &mut Connection,
+    stream: &StreamBody,
+    deadline: Option<Instant>,
+) -> Option<SpliceAnswer> {
+    if upstream.h1.splice_remaining()? < SPLICE_MIN {
+        return None;
+    }
+    let source = upstream.h1.get_ref().splice_source()?;
+    let (buffered, remaining) = upstream.h1.take_for_splice()?;
+    let answer = stream.offer_splice(buffered.clone(), source, remaining, deadline);
+    Some((answer, buffered))
+}
+
 /// Moves the response body from the upstream connection into the channel the downstream
 /// writer reads; waits while the channel is full (backpressure). The connection goes back to
-/// the pool only after a complete response.
+/// the pool only after a complete response. With a splice offer out, first waits for the
+/// writer's answer: after a complete splice the connection goes back to the pool at once.
 async fn pump(
     mut upstream: Connection,
     cluster: Rc<WorkerCluster>,
@@ -389,7 +431,46 @@ async fn pump(
     tx: hoist_http::body::StreamSender,
     deadline: Option<Instant>,
     idle: Option<Duration>,
+    splice: Option<SpliceAnswer>,
 ) {
+    if let Some((answer, buffered)) = splice {
+        let stats = cluster.stats.as_ref();
+        match answer.await {
+            Ok(SpliceReport::Declined) => {
+                if let Some(s) = stats {
+                    s.upstream_rq_splice_declined.inc();
+                }
+                if !buffered.is_empty() && tx.send(Ok(buffered)).await.is_err() {
+                    return;
+                }
+            }
+            Ok(SpliceReport::Done(n)) => {
+                if let Some(s) = stats {
+                    s.upstream_rq_splice.inc();
+                    s.upstream_rq_splice_bytes.add(n);
+                }
+                upstream.h1.spliced(n);
+                drop(rq);
+                cluster.release(upstream);
+                return;
+            }
+            Ok(SpliceReport::Interrupted(n)) => {
+                if let Some(s) = stats {
+                    s.upstream_rq_splice_interrupted.inc();
+                    s.upstream_rq_splice_bytes.add(n);
+                }
+                upstream.h1.spliced(n);
+            }
+            // The forward failed or the client went away: the connection is mid-response.
+            Ok(SpliceReport::Failed(n)) => {
+                if let Some(s) = stats {
+                    s.upstream_rq_splice_bytes.add(n);
+                }
+                return;
+            }
+            Err(_) => return,
+        }
+    }
     loop {
         // The stream idle timeout restarts with every piece; the route timeout does not.
         let idle_end = idle.and_then(|t| Instant::now().checked_add(t));

@@ -17,6 +17,7 @@ mod pool;
 mod priority;
 mod reply;
 mod stats;
+mod tls;
 mod xxhash;
 
 use std::collections::HashMap;
@@ -25,7 +26,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use hoist_config::model::{
-    CircuitBreakers, Cluster, DiscoveryType, DnsLookupFamily, HealthCheck, LbPolicy,
+    CircuitBreakers, Cluster, DiscoveryType, DnsLookupFamily, HealthCheck, LbPolicy, TlsOffloadMode,
 };
 use hoist_config::ConfigError;
 use hoist_stats::Store;
@@ -154,6 +155,7 @@ pub struct ClusterInfo {
     /// Host names are resolved at connect time (STRICT_DNS, LOGICAL_DNS).
     pub resolve: bool,
     pub family: DnsLookupFamily,
+    /// With `offload_mode` set from `--tls-offload` (tls.rs).
     pub tls: Option<UpstreamTls>,
     pub outlier: Option<outlier::Detector>,
     /// Priority levels (the highest endpoint priority + 1).
@@ -196,7 +198,11 @@ pub struct ClusterManager {
 }
 
 impl ClusterManager {
-    pub fn build(clusters: &[Cluster], stats: &Arc<Store>) -> Result<ClusterManager, ConfigError> {
+    pub fn build(
+        clusters: &[Cluster],
+        stats: &Arc<Store>,
+        offload_mode: TlsOffloadMode,
+    ) -> Result<ClusterManager, ConfigError> {
         let mut out = ClusterManager {
             stats: Some(stats.clone()),
             ..ClusterManager::default()
@@ -206,7 +212,12 @@ impl ClusterManager {
             let tls = c
                 .tls
                 .as_ref()
-                .map(|t| UpstreamTls::new(t, first))
+                .map(|t| {
+                    UpstreamTls::new(t, first).map(|mut u| {
+                        u.offload_mode = offload_mode;
+                        u
+                    })
+                })
                 .transpose()
                 .map_err(|e| ConfigError::new(format!("{}.transport_socket", c.yaml_path), e))?;
             let endpoints: Vec<EndpointInfo> = c

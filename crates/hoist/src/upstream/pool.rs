@@ -10,7 +10,7 @@ use tokio::sync::Notify;
 
 use hoist_http::h1::UpstreamH1;
 
-use super::conn::{connect, ConnectError, UpstreamStream};
+use super::conn::{connect_with, ConnectError, UpstreamStream};
 use super::lb::LbState;
 use super::stats::ClusterStats;
 use super::{ClusterInfo, ClusterManager, HostStats, Resources};
@@ -31,7 +31,7 @@ impl WorkerClusters {
             .map(|info| {
                 let stats = manager
                     .store()
-                    .map(|store| ClusterStats::new(store, &info.name, slot));
+                    .map(|store| ClusterStats::new(store, &info.name, slot, info.tls.is_some()));
                 Rc::new(WorkerCluster {
                     lb: RefCell::new(LbState::new(info)),
                     active: RefCell::new(vec![0; info.endpoints.len()]),
@@ -238,7 +238,8 @@ impl WorkerCluster {
             .endpoints
             .get(endpoint)
             .ok_or_else(|| ConnectError::Failed("no such endpoint".into()))?;
-        let stream = connect(&self.info, e).await;
+        let tls_stats = self.stats.as_ref().and_then(|s| s.tls.as_ref());
+        let stream = connect_with(&self.info, e, tls_stats).await;
         if stream.is_err() {
             Resources::release(&res.connections);
             self.released.notify_one();

@@ -1,9 +1,12 @@
 //! `cluster.<name>.*`: Envoy's cluster stats that hoist keeps, bound per worker.
 
+use std::rc::Rc;
 use std::sync::Arc;
 
 use hoist_config::model::Cluster;
 use hoist_stats::{ImportMode, Store, WorkerCounter, WorkerGauge};
+
+use super::tls::UpstreamTlsStats;
 
 pub struct ClusterStats {
     pub upstream_cx_total: WorkerCounter,
@@ -26,9 +29,21 @@ pub struct ClusterStats {
     pub upstream_rq_retry: WorkerCounter,
     pub upstream_rq_retry_success: WorkerCounter,
     pub upstream_rq_retry_limit_exceeded: WorkerCounter,
+    /// Response bodies forwarded with splice(2) to their end, stopped by a kTLS control
+    /// record (the rest copied), or declined by the downstream side; bytes spliced.
+    pub upstream_rq_splice: WorkerCounter,
+    pub upstream_rq_splice_interrupted: WorkerCounter,
+    pub upstream_rq_splice_declined: WorkerCounter,
+    pub upstream_rq_splice_bytes: WorkerCounter,
+    /// `ssl.*` of a cluster with an UpstreamTlsContext (tls.rs).
+    pub tls: Option<Rc<UpstreamTlsStats>>,
 }
 
-const COUNTERS: [&str; 18] = [
+const COUNTERS: [&str; 22] = [
+    "upstream_rq_splice",
+    "upstream_rq_splice_interrupted",
+    "upstream_rq_splice_declined",
+    "upstream_rq_splice_bytes",
     "upstream_cx_total",
     "upstream_cx_connect_fail",
     "upstream_cx_connect_timeout",
@@ -56,6 +71,11 @@ pub fn register(store: &Arc<Store>, c: &Cluster) {
     for name in COUNTERS {
         store.counter(&format!("{scope}{name}"));
     }
+    if c.tls.is_some() {
+        for name in super::tls::COUNTERS {
+            store.counter(&format!("{scope}{name}"));
+        }
+    }
     for name in ["upstream_cx_active", "upstream_rq_active"] {
         store.gauge(&format!("{scope}{name}"), ImportMode::Accumulate);
     }
@@ -71,7 +91,7 @@ pub fn register(store: &Arc<Store>, c: &Cluster) {
 }
 
 impl ClusterStats {
-    pub fn new(store: &Arc<Store>, cluster: &str, slot: usize) -> ClusterStats {
+    pub fn new(store: &Arc<Store>, cluster: &str, slot: usize, tls: bool) -> ClusterStats {
         let scope = format!("cluster.{cluster}.");
         let c = |n: &str| store.counter(&format!("{scope}{n}")).bind(slot);
         let g = |n: &str| {
@@ -100,6 +120,11 @@ impl ClusterStats {
             upstream_rq_retry: c("upstream_rq_retry"),
             upstream_rq_retry_success: c("upstream_rq_retry_success"),
             upstream_rq_retry_limit_exceeded: c("upstream_rq_retry_limit_exceeded"),
+            upstream_rq_splice: c("upstream_rq_splice"),
+            upstream_rq_splice_interrupted: c("upstream_rq_splice_interrupted"),
+            upstream_rq_splice_declined: c("upstream_rq_splice_declined"),
+            upstream_rq_splice_bytes: c("upstream_rq_splice_bytes"),
+            tls: tls.then(|| Rc::new(UpstreamTlsStats::new(store, &scope, slot))),
         }
     }
 

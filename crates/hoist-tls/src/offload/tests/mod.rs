@@ -3,6 +3,7 @@
 //! under injected kernel errors, the probe, and the policy.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod client;
 mod faults;
 mod policy;
 mod transport;
