@@ -97,6 +97,8 @@ impl Transaction {
                 _ => {}
             }
         }
+        // Moved out so the cache can grow while `items` borrows the transaction.
+        let mut cache = std::mem::take(&mut self.values);
         let mut items = Vec::new();
         for target in &rule.targets.targets {
             self.collect(target, &exclusions, &mut items);
@@ -105,23 +107,56 @@ impl Transaction {
         let mut captures: Vec<Vec<u8>> = Vec::new();
         // (name, transformed value, captures) per matching item.
         let mut matched: Vec<Hit> = Vec::new();
+        let rules = &self.rules;
+        let prefilter = rule
+            .prefilter_slot
+            .and_then(|slot| Some((slot, rules.prefilter(rule.chain)?)));
         for item in &items {
-            let mut value: Cow<'_, [u8]> = Cow::Borrowed(&item.value);
-            let mut hit = false;
-            if rule.actions.multi_match {
-                hit = self.check(rule, &value, want_captures.then_some(&mut captures));
-            }
-            for t in &rule.transforms {
-                if t.is_noop_for(&value) {
-                    continue;
+            let hit;
+            let value: Cow<'_, [u8]>;
+            match item.slot {
+                Some(slot) if !rule.actions.multi_match => {
+                    let (v, bits) = cache.get(
+                        slot,
+                        &item.value,
+                        rule.chain,
+                        &rules.chains,
+                        prefilter.map(|(_, p)| p),
+                    );
+                    // None of the regex's required literals occurs: it cannot match.
+                    let impossible = match (prefilter, bits) {
+                        (Some((slot, _)), Some(bits)) => !crate::prefilter::has_slot(bits, slot),
+                        _ => false,
+                    };
+                    hit = if impossible {
+                        rule.negated
+                    } else {
+                        self.check(rule, v, want_captures.then_some(&mut captures))
+                    };
+                    value = Cow::Borrowed(v);
                 }
-                value = Cow::Owned(t.apply(&value));
-                if rule.actions.multi_match && !hit {
-                    hit = self.check(rule, &value, want_captures.then_some(&mut captures));
+                Some(slot) => {
+                    // multiMatch: the value before and after each transformation that
+                    // changes it (a changed value is a different buffer).
+                    let mut seen: Option<(*const u8, usize)> = None;
+                    let mut h = false;
+                    for &node in rules.chains.path(rule.chain) {
+                        let (v, _) = cache.get(slot, &item.value, node, &rules.chains, None);
+                        let id = (v.as_ptr(), v.len());
+                        if !h && seen != Some(id) {
+                            h = self.check(rule, v, want_captures.then_some(&mut captures));
+                        }
+                        seen = Some(id);
+                    }
+                    hit = h;
+                    let (v, _) = cache.get(slot, &item.value, rule.chain, &rules.chains, None);
+                    value = Cow::Borrowed(v);
                 }
-            }
-            if !rule.actions.multi_match {
-                hit = self.check(rule, &value, want_captures.then_some(&mut captures));
+                None => {
+                    let (h, v) = self.transform_and_check(rule, &item.value, &mut captures);
+                    hit = h;
+                    value = v;
+                }
             }
             if hit {
                 let caps =
@@ -130,6 +165,7 @@ impl Transaction {
             }
         }
         drop(items);
+        self.values = cache;
         if matched.is_empty() {
             return false;
         }
@@ -149,6 +185,35 @@ impl Transaction {
             }
         }
         true
+    }
+
+    /// Transforms a value that has no cache slot (TX, MATCHED_VAR, counts) or for a
+    /// multiMatch rule, which tests the value after every transformation that changes it.
+    fn transform_and_check<'v>(
+        &self,
+        rule: &Rule,
+        original: &'v [u8],
+        captures: &mut Vec<Vec<u8>>,
+    ) -> (bool, Cow<'v, [u8]>) {
+        let want_captures = rule.actions.capture;
+        let mut value: Cow<'v, [u8]> = Cow::Borrowed(original);
+        let mut hit = false;
+        if rule.actions.multi_match {
+            hit = self.check(rule, &value, want_captures.then_some(&mut *captures));
+        }
+        for t in &rule.transforms {
+            if t.is_noop_for(&value) {
+                continue;
+            }
+            value = Cow::Owned(t.apply(&value));
+            if rule.actions.multi_match && !hit {
+                hit = self.check(rule, &value, want_captures.then_some(&mut *captures));
+            }
+        }
+        if !rule.actions.multi_match {
+            hit = self.check(rule, &value, want_captures.then_some(&mut *captures));
+        }
+        (hit, value)
     }
 
     fn check(&self, rule: &Rule, value: &[u8], captures: Option<&mut Vec<Vec<u8>>>) -> bool {
