@@ -120,6 +120,15 @@ fn crs_pl1(c: &mut Criterion) {
         return;
     };
     let body = form_body();
+    if let Some(n) = fixed_iterations() {
+        // A fixed count instead of criterion's sampling, for `perf stat` (CPU time and
+        // instructions per transaction on a shared machine, where wall time is noisy).
+        timed("crs pl1: 1 KB browser GET", n, || get_1k(&rules));
+        timed("crs pl1: 10 KB urlencoded POST", n, || {
+            post_10k(&rules, &body)
+        });
+        return;
+    }
     let mut group = c.benchmark_group("crs_pl1");
     group.throughput(Throughput::Elements(1));
     group.bench_function("get_1k_browser", |b| b.iter(|| get_1k(black_box(&rules))));
@@ -127,6 +136,20 @@ fn crs_pl1(c: &mut Criterion) {
         b.iter(|| post_10k(black_box(&rules), black_box(&body)))
     });
     group.finish();
+}
+
+/// `HOIST_WAF_BENCH_ITERS=N`: run each case N times and print wall µs per transaction.
+fn fixed_iterations() -> Option<u32> {
+    std::env::var("HOIST_WAF_BENCH_ITERS").ok()?.parse().ok()
+}
+
+fn timed(name: &str, n: u32, mut f: impl FnMut()) {
+    let start = std::time::Instant::now();
+    for _ in 0..n {
+        f();
+    }
+    let per = start.elapsed().as_secs_f64() * 1e6 / f64::from(n.max(1));
+    println!("{name}: {per:.1} µs per transaction ({n} transactions)");
 }
 
 criterion_group! {

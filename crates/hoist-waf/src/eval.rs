@@ -21,21 +21,14 @@ impl Transaction {
         }
         let rules = Arc::clone(&self.rules);
         let list = &rules.phases[usize::from(phase - 1)];
-        let mut skip_after: Option<&str> = None;
         let mut skip = 0u32;
-        for entry in list {
+        let mut next = 0;
+        while let Some(entry) = list.get(next) {
+            next += 1;
             let rule = match entry {
-                Entry::Marker(name) => {
-                    if skip_after == Some(name.as_str()) {
-                        skip_after = None;
-                    }
-                    continue;
-                }
+                Entry::Marker(_) => continue,
                 Entry::Rule(r) => r,
             };
-            if skip_after.is_some() {
-                continue;
-            }
             if skip > 0 {
                 skip -= 1;
                 continue;
@@ -51,8 +44,10 @@ impl Transaction {
             if self.interruption.is_some() || self.allowed {
                 break;
             }
-            if let Some(marker) = &rule.actions.skip_after {
-                skip_after = Some(marker);
+            // skipAfter: straight to its marker (resolved at load; CRS skips whole files
+            // above the paranoia level this way).
+            if let Some(to) = rule.skip_after_index {
+                next = to;
             }
             skip = rule.actions.skip;
         }

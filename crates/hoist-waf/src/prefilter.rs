@@ -228,21 +228,39 @@ fn alternation(subs: &[Hir]) -> Info {
 #[derive(Debug)]
 pub struct Prefilter {
     automaton: AhoCorasick,
-    /// Pattern index → rule slot.
-    slot_of: Vec<u32>,
+    /// Pattern index → the slots of the rules that require it (rules share literals).
+    slots_of: Vec<Vec<u32>>,
     /// u64 words of a hit bitset.
     words: usize,
+}
+
+/// Drops literals that contain another literal of the same set: the shorter one occurs
+/// wherever the longer does, so the set requires the same, with fewer matches to report.
+fn minimize(set: &Set) -> Set {
+    let contains = |hay: &[u8], needle: &[u8]| {
+        needle.len() < hay.len() && hay.windows(needle.len()).any(|w| w == needle)
+    };
+    set.iter()
+        .filter(|a| !set.iter().any(|b| contains(a, b)))
+        .cloned()
+        .collect()
 }
 
 impl Prefilter {
     /// `rules[slot]` is the literal set of the rule given that slot.
     pub fn build(rules: &[Set]) -> Option<Prefilter> {
-        let mut patterns = Vec::new();
-        let mut slot_of = Vec::new();
+        let mut patterns: Vec<Vec<u8>> = Vec::new();
+        let mut slots_of: Vec<Vec<u32>> = Vec::new();
+        let mut index = std::collections::HashMap::new();
         for (slot, set) in rules.iter().enumerate() {
-            for lit in set {
-                patterns.push(lit.as_slice());
-                slot_of.push(u32::try_from(slot).ok()?);
+            let slot = u32::try_from(slot).ok()?;
+            for lit in minimize(set) {
+                let at = *index.entry(lit.clone()).or_insert_with(|| {
+                    patterns.push(lit);
+                    slots_of.push(Vec::new());
+                    patterns.len() - 1
+                });
+                slots_of[at].push(slot);
             }
         }
         let automaton = AhoCorasick::builder()
@@ -254,7 +272,7 @@ impl Prefilter {
             .ok()?;
         Some(Prefilter {
             automaton,
-            slot_of,
+            slots_of,
             words: rules.len().div_ceil(64),
         })
     }
@@ -267,7 +285,10 @@ impl Prefilter {
     /// occurs in `value`.
     pub fn scan(&self, value: &[u8], bits: &mut [u64]) {
         for m in self.automaton.find_overlapping_iter(value) {
-            if let Some(&slot) = self.slot_of.get(m.pattern().as_usize()) {
+            let Some(slots) = self.slots_of.get(m.pattern().as_usize()) else {
+                continue;
+            };
+            for &slot in slots {
                 let slot = slot as usize;
                 if let Some(w) = bits.get_mut(slot / 64) {
                     *w |= 1 << (slot % 64);
@@ -299,9 +320,13 @@ mod tests {
     fn literal_and_alternation() {
         assert_eq!(lits("(?s-u)abc"), Some(vec!["abc".into()]));
         assert_eq!(
-            lits("(?s-u)(?i)(?:union|select)\\s"),
+            lits("(?s-u)(?i)(?:union|select)"),
             Some(vec!["select".into(), "union".into()])
         );
+        // A small class after an alternation multiplies out: longer, exact literals.
+        let ws = lits("(?s-u)(?i)(?:union|select)\\s").unwrap_or_default();
+        assert_eq!(ws.len(), 12);
+        assert!(ws.contains(&"select ".to_string()) && ws.contains(&"union\t".to_string()));
     }
 
     #[test]
@@ -324,7 +349,24 @@ mod tests {
     fn requirement_inside_concat_with_unknowns() {
         // `.+` is unknown, but the literal around it is required.
         assert_eq!(lits("(?s-u).+select.+"), Some(vec!["select".into()]));
-        assert_eq!(lits("(?s-u)[a-z]+=\\d+&"), Some(vec!["&".into()]));
+        // Equal scores: the first required part wins.
+        assert_eq!(lits("(?s-u)[a-z]+=\\d+&"), Some(vec!["=".into()]));
+    }
+
+    #[test]
+    fn shared_and_subsumed_literals() {
+        let sets = vec![
+            vec![b"select".to_vec(), b"elect".to_vec()],
+            vec![b"select".to_vec()],
+            vec![b"union".to_vec()],
+        ];
+        let f = Prefilter::build(&sets).expect("builds");
+        let mut bits = vec![0; f.words()];
+        f.scan(b"xSELECTx", &mut bits);
+        assert!(has_slot(&bits, 0) && has_slot(&bits, 1) && !has_slot(&bits, 2));
+        let mut bits = vec![0; f.words()];
+        f.scan(b"elect", &mut bits);
+        assert!(has_slot(&bits, 0) && !has_slot(&bits, 1));
     }
 
     /// Soundness: whenever the regex matches, the prefilter reports the rule.

@@ -25,6 +25,9 @@ pub struct Rule {
     pub transforms: Vec<Transform>,
     /// `transforms` interned in [`RuleSet::chains`].
     pub chain: ChainId,
+    /// Index in its phase's entry list of the marker `skipAfter` names (the list's length
+    /// when there is none after the rule: the rest of the phase is skipped).
+    pub skip_after_index: Option<usize>,
     /// This rule's bit in the @rx prefilter of its chain, when its regex has required literals.
     pub prefilter_slot: Option<u32>,
     pub actions: Actions,
@@ -139,6 +142,47 @@ impl RuleSet {
             .iter()
             .map(|sets| (!sets.is_empty()).then(|| Prefilter::build(sets)).flatten())
             .collect();
+    }
+
+    fn resolve_skip_after(&mut self) {
+        for list in &mut self.phases {
+            let markers: Vec<(usize, String)> = list
+                .iter()
+                .enumerate()
+                .filter_map(|(i, e)| match e {
+                    Entry::Marker(name) => Some((i, name.clone())),
+                    Entry::Rule(_) => None,
+                })
+                .collect();
+            let len = list.len();
+            for (i, entry) in list.iter_mut().enumerate() {
+                let Entry::Rule(rule) = entry else { continue };
+                if let Some(name) = &rule.actions.skip_after {
+                    let to = markers
+                        .iter()
+                        .find(|(at, m)| *at > i && m == name)
+                        .map_or(len, |(at, _)| *at);
+                    rule.skip_after_index = Some(to);
+                }
+            }
+        }
+    }
+
+    /// How many @rx rule links have a prefilter slot, of how many @rx rule links.
+    pub fn prefiltered_rx(&self) -> (usize, usize) {
+        let (mut with, mut all) = (0, 0);
+        for entry in self.phases.iter().flatten() {
+            let Entry::Rule(head) = entry else { continue };
+            let mut link = Some(&**head);
+            while let Some(rule) = link {
+                if matches!(rule.operator, Operator::Rx(_)) {
+                    all += 1;
+                    with += usize::from(rule.prefilter_slot.is_some());
+                }
+                link = rule.chained.as_deref();
+            }
+        }
+        (with, all)
     }
 
     pub(crate) fn prefilter(&self, chain: ChainId) -> Option<&Prefilter> {
@@ -273,6 +317,7 @@ impl Builder {
             }
         }
         set.intern_chains();
+        set.resolve_skip_after();
         Ok(set)
     }
 
@@ -355,6 +400,7 @@ impl Builder {
             operator_text: op_text,
             transforms,
             chain: EMPTY_CHAIN,
+            skip_after_index: None,
             prefilter_slot: None,
             log: actions.log.unwrap_or(defaults.log),
             disruptive: actions.disruptive.clone().unwrap_or(defaults.disruptive),
