@@ -5,7 +5,11 @@ use crate::body::Pairs;
 use crate::transaction::Transaction;
 use crate::values::{scalar_slot, Slot};
 use crate::variables::{Exclusion, Selector, Target, VarName};
+use smallvec::SmallVec;
 use std::borrow::Cow;
+
+/// The items of one rule: most rules see a handful, so they live on the stack.
+pub(crate) type Items<'a> = SmallVec<[Item<'a>; 8]>;
 
 pub struct Item<'a> {
     pub var: VarName,
@@ -171,7 +175,7 @@ impl Transaction {
         &'a self,
         target: &Target,
         exclusions: &[&Exclusion],
-        out: &mut Vec<Item<'a>>,
+        out: &mut Items<'a>,
     ) {
         let var = target.var;
         let excluded = |key: &str| exclusions.iter().any(|e| e.excludes(var, key));
@@ -306,7 +310,7 @@ impl Transaction {
             selector: key.map_or(Selector::All, |k| Selector::Key(k.to_string())),
             count: false,
         };
-        let mut items = Vec::new();
+        let mut items = Items::new();
         self.collect(&target, &[], &mut items);
         items
             .into_iter()

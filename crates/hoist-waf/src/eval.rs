@@ -6,7 +6,9 @@ use crate::macros::Macro;
 use crate::operators::{atoi, Expand};
 use crate::rules::{Entry, Rule};
 use crate::transaction::{Hit, Interruption, MatchedRule, RemovedTarget, Transaction};
+use crate::collections::Items;
 use crate::variables::Exclusion;
+use smallvec::SmallVec;
 use std::borrow::Cow;
 use std::sync::Arc;
 
@@ -82,7 +84,7 @@ impl Transaction {
             }
             return true;
         }
-        let mut exclusions: Vec<&Exclusion> = rule.targets.exclusions.iter().collect();
+        let mut exclusions: SmallVec<[&Exclusion; 8]> = rule.targets.exclusions.iter().collect();
         for removed in &self.removed_targets {
             match removed {
                 RemovedTarget::Ids(ids, e) if crate::actions::in_ranges(ids, head.id) => {
@@ -94,7 +96,7 @@ impl Transaction {
         }
         // Moved out so the cache can grow while `items` borrows the transaction.
         let mut cache = std::mem::take(&mut self.values);
-        let mut items = Vec::new();
+        let mut items = Items::new();
         for target in &rule.targets.targets {
             self.collect(target, &exclusions, &mut items);
         }
@@ -160,6 +162,7 @@ impl Transaction {
             }
         }
         drop(items);
+        drop(exclusions);
         self.values = cache;
         if matched.is_empty() {
             return false;
