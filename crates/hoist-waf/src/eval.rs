@@ -2,11 +2,11 @@
 //! target collection and transformation, operator matching, and the actions of a match.
 
 use crate::actions::{Ctl, Disruptive, Effect, EngineMode, SetVarOp};
+use crate::collections::Items;
 use crate::macros::Macro;
 use crate::operators::{atoi, Expand};
 use crate::rules::{Entry, Rule};
 use crate::transaction::{Hit, Interruption, MatchedRule, RemovedTarget, Transaction};
-use crate::collections::Items;
 use crate::variables::Exclusion;
 use smallvec::SmallVec;
 use std::borrow::Cow;
