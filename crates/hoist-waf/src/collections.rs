@@ -3,13 +3,20 @@
 
 use crate::body::Pairs;
 use crate::transaction::Transaction;
+use crate::values::{scalar_slot, Slot};
 use crate::variables::{Exclusion, Selector, Target, VarName};
+use smallvec::SmallVec;
 use std::borrow::Cow;
+
+/// The items of one rule: most rules see a handful, so they live on the stack.
+pub(crate) type Items<'a> = SmallVec<[Item<'a>; 8]>;
 
 pub struct Item<'a> {
     pub var: VarName,
     pub key: Cow<'a, str>,
     pub value: Cow<'a, [u8]>,
+    /// Set when the value is stable for the transaction, so its transformations are cached.
+    pub slot: Option<Slot>,
 }
 
 impl Item<'_> {
@@ -48,21 +55,40 @@ fn is_collection(var: VarName) -> bool {
     )
 }
 
+pub(crate) const XML_TEXTS_LIST: u8 = 14;
+pub(crate) const XML_ATTRIBUTES_LIST: u8 = 15;
+
+/// Pair list `code` (0..=6) has names at `2 * code + 1` and values at `2 * code`; XML lists
+/// are 14 and 15.
+fn member_slot(code: u8, names: bool, index: usize) -> Option<Slot> {
+    let list = if code < 7 {
+        code * 2 + u8::from(names)
+    } else {
+        code
+    };
+    Some(Slot::Member {
+        list,
+        index: u32::try_from(index).ok()?,
+    })
+}
+
 impl Transaction {
-    fn pairs(&self, var: VarName) -> [&Pairs; 2] {
+    /// The collections behind `var`, each with its cache list number (see [`Slot`]): lists
+    /// that are only appended to have one; MATCHED_VARS, rewritten per rule, has none.
+    fn pairs(&self, var: VarName) -> [(&Pairs, Option<u8>); 2] {
         use VarName::*;
-        let empty = &self.empty;
+        let none = (&self.empty, None);
         match var {
-            Args | ArgsNames => [&self.args_get, &self.args_post],
-            ArgsGet | ArgsGetNames => [&self.args_get, empty],
-            ArgsPost | ArgsPostNames => [&self.args_post, empty],
-            RequestCookies | RequestCookiesNames => [&self.cookies, empty],
-            RequestHeaders | RequestHeadersNames => [&self.request_headers, empty],
-            ResponseHeaders | ResponseHeadersNames => [&self.response_headers, empty],
-            Files | FilesNames => [&self.files, empty],
-            MultipartPartHeaders => [&self.multipart_part_headers, empty],
-            MatchedVars | MatchedVarsNames => [&self.matched_vars, empty],
-            _ => [empty, empty],
+            Args | ArgsNames => [(&self.args_get, Some(0)), (&self.args_post, Some(1))],
+            ArgsGet | ArgsGetNames => [(&self.args_get, Some(0)), none],
+            ArgsPost | ArgsPostNames => [(&self.args_post, Some(1)), none],
+            RequestCookies | RequestCookiesNames => [(&self.cookies, Some(2)), none],
+            RequestHeaders | RequestHeadersNames => [(&self.request_headers, Some(3)), none],
+            ResponseHeaders | ResponseHeadersNames => [(&self.response_headers, Some(4)), none],
+            Files | FilesNames => [(&self.files, Some(5)), none],
+            MultipartPartHeaders => [(&self.multipart_part_headers, Some(6)), none],
+            MatchedVars | MatchedVarsNames => [(&self.matched_vars, None), none],
+            _ => [none, none],
         }
     }
 
@@ -149,7 +175,7 @@ impl Transaction {
         &'a self,
         target: &Target,
         exclusions: &[&Exclusion],
-        out: &mut Vec<Item<'a>>,
+        out: &mut Items<'a>,
     ) {
         let var = target.var;
         let excluded = |key: &str| exclusions.iter().any(|e| e.excludes(var, key));
@@ -164,6 +190,7 @@ impl Transaction {
                                 var,
                                 key: Cow::Owned(k),
                                 value: Cow::Borrowed(v),
+                                slot: None,
                             });
                         }
                     }
@@ -174,6 +201,7 @@ impl Transaction {
                                     var,
                                     key: Cow::Borrowed(k),
                                     value: Cow::Borrowed(v),
+                                    slot: None,
                                 });
                             }
                         }
@@ -183,20 +211,21 @@ impl Transaction {
             }
             VarName::Xml => {
                 let attrs = matches!(&target.selector, Selector::Key(k) if k.contains('@'));
-                let list = if attrs {
-                    &self.xml.attributes
+                let (list, code) = if attrs {
+                    (&self.xml.attributes, XML_ATTRIBUTES_LIST)
                 } else {
-                    &self.xml.texts
+                    (&self.xml.texts, XML_TEXTS_LIST)
                 };
                 let key: Cow<'a, str> = match &target.selector {
                     Selector::Key(k) => Cow::Owned(k.clone()),
                     _ => Cow::Borrowed("/*"),
                 };
-                for v in list {
+                for (index, v) in list.iter().enumerate() {
                     out.push(Item {
                         var,
                         key: key.clone(),
                         value: Cow::Borrowed(v),
+                        slot: member_slot(code, false, index),
                     });
                 }
             }
@@ -212,20 +241,23 @@ impl Transaction {
                         | VarName::FilesNames
                         | VarName::MatchedVarsNames
                 );
-                for (k, v) in self.pairs(var).into_iter().flatten() {
-                    if !target.selector.matches(k) || excluded(k) {
-                        continue;
+                for (pairs, code) in self.pairs(var) {
+                    for (index, (k, v)) in pairs.iter().enumerate() {
+                        if !target.selector.matches(k) || excluded(k) {
+                            continue;
+                        }
+                        let value = if names {
+                            Cow::Borrowed(k.as_bytes())
+                        } else {
+                            Cow::Borrowed(v.as_slice())
+                        };
+                        out.push(Item {
+                            var,
+                            key: Cow::Borrowed(k),
+                            value,
+                            slot: code.and_then(|c| member_slot(c, names, index)),
+                        });
                     }
-                    let value = if names {
-                        Cow::Borrowed(k.as_bytes())
-                    } else {
-                        Cow::Borrowed(v.as_slice())
-                    };
-                    out.push(Item {
-                        var,
-                        key: Cow::Borrowed(k),
-                        value,
-                    });
                 }
             }
             // `!REQUEST_FILENAME` (or a ctl removing it) drops a scalar target entirely.
@@ -236,6 +268,7 @@ impl Transaction {
                         var,
                         key: Cow::Borrowed(""),
                         value,
+                        slot: scalar_slot(var),
                     });
                 }
             }
@@ -251,6 +284,7 @@ impl Transaction {
                 var,
                 key,
                 value: Cow::Owned(count.to_string().into_bytes()),
+                slot: None,
             });
         }
     }
@@ -276,7 +310,7 @@ impl Transaction {
             selector: key.map_or(Selector::All, |k| Selector::Key(k.to_string())),
             count: false,
         };
-        let mut items = Vec::new();
+        let mut items = Items::new();
         self.collect(&target, &[], &mut items);
         items
             .into_iter()

@@ -2,11 +2,13 @@
 //! target collection and transformation, operator matching, and the actions of a match.
 
 use crate::actions::{Ctl, Disruptive, Effect, EngineMode, SetVarOp};
+use crate::collections::Items;
 use crate::macros::Macro;
 use crate::operators::{atoi, Expand};
 use crate::rules::{Entry, Rule};
 use crate::transaction::{Hit, Interruption, MatchedRule, RemovedTarget, Transaction};
 use crate::variables::Exclusion;
+use smallvec::SmallVec;
 use std::borrow::Cow;
 use std::sync::Arc;
 
@@ -21,21 +23,14 @@ impl Transaction {
         }
         let rules = Arc::clone(&self.rules);
         let list = &rules.phases[usize::from(phase - 1)];
-        let mut skip_after: Option<&str> = None;
         let mut skip = 0u32;
-        for entry in list {
+        let mut next = 0;
+        while let Some(entry) = list.get(next) {
+            next += 1;
             let rule = match entry {
-                Entry::Marker(name) => {
-                    if skip_after == Some(name.as_str()) {
-                        skip_after = None;
-                    }
-                    continue;
-                }
+                Entry::Marker(_) => continue,
                 Entry::Rule(r) => r,
             };
-            if skip_after.is_some() {
-                continue;
-            }
             if skip > 0 {
                 skip -= 1;
                 continue;
@@ -51,8 +46,10 @@ impl Transaction {
             if self.interruption.is_some() || self.allowed {
                 break;
             }
-            if let Some(marker) = &rule.actions.skip_after {
-                skip_after = Some(marker);
+            // skipAfter: straight to its marker (resolved at load; CRS skips whole files
+            // above the paranoia level this way).
+            if let Some(to) = rule.skip_after_index {
+                next = to;
             }
             skip = rule.actions.skip;
         }
@@ -87,7 +84,7 @@ impl Transaction {
             }
             return true;
         }
-        let mut exclusions: Vec<&Exclusion> = rule.targets.exclusions.iter().collect();
+        let mut exclusions: SmallVec<[&Exclusion; 8]> = rule.targets.exclusions.iter().collect();
         for removed in &self.removed_targets {
             match removed {
                 RemovedTarget::Ids(ids, e) if crate::actions::in_ranges(ids, head.id) => {
@@ -97,7 +94,9 @@ impl Transaction {
                 _ => {}
             }
         }
-        let mut items = Vec::new();
+        // Moved out so the cache can grow while `items` borrows the transaction.
+        let mut cache = std::mem::take(&mut self.values);
+        let mut items = Items::new();
         for target in &rule.targets.targets {
             self.collect(target, &exclusions, &mut items);
         }
@@ -105,23 +104,56 @@ impl Transaction {
         let mut captures: Vec<Vec<u8>> = Vec::new();
         // (name, transformed value, captures) per matching item.
         let mut matched: Vec<Hit> = Vec::new();
+        let rules = &self.rules;
+        let prefilter = rule
+            .prefilter_slot
+            .and_then(|slot| Some((slot, rules.prefilter(rule.chain)?)));
         for item in &items {
-            let mut value: Cow<'_, [u8]> = Cow::Borrowed(&item.value);
-            let mut hit = false;
-            if rule.actions.multi_match {
-                hit = self.check(rule, &value, want_captures.then_some(&mut captures));
-            }
-            for t in &rule.transforms {
-                if t.is_noop_for(&value) {
-                    continue;
+            let hit;
+            let value: Cow<'_, [u8]>;
+            match item.slot {
+                Some(slot) if !rule.actions.multi_match => {
+                    let (v, bits) = cache.get(
+                        slot,
+                        &item.value,
+                        rule.chain,
+                        &rules.chains,
+                        prefilter.map(|(_, p)| p),
+                    );
+                    // None of the regex's required literals occurs: it cannot match.
+                    let impossible = match (prefilter, bits) {
+                        (Some((slot, _)), Some(bits)) => !crate::prefilter::has_slot(bits, slot),
+                        _ => false,
+                    };
+                    hit = if impossible {
+                        rule.negated
+                    } else {
+                        self.check(rule, v, want_captures.then_some(&mut captures))
+                    };
+                    value = Cow::Borrowed(v);
                 }
-                value = Cow::Owned(t.apply(&value));
-                if rule.actions.multi_match && !hit {
-                    hit = self.check(rule, &value, want_captures.then_some(&mut captures));
+                Some(slot) => {
+                    // multiMatch: the value before and after each transformation that
+                    // changes it (a changed value is a different buffer).
+                    let mut seen: Option<(*const u8, usize)> = None;
+                    let mut h = false;
+                    for &node in rules.chains.path(rule.chain) {
+                        let (v, _) = cache.get(slot, &item.value, node, &rules.chains, None);
+                        let id = (v.as_ptr(), v.len());
+                        if !h && seen != Some(id) {
+                            h = self.check(rule, v, want_captures.then_some(&mut captures));
+                        }
+                        seen = Some(id);
+                    }
+                    hit = h;
+                    let (v, _) = cache.get(slot, &item.value, rule.chain, &rules.chains, None);
+                    value = Cow::Borrowed(v);
                 }
-            }
-            if !rule.actions.multi_match {
-                hit = self.check(rule, &value, want_captures.then_some(&mut captures));
+                None => {
+                    let (h, v) = self.transform_and_check(rule, &item.value, &mut captures);
+                    hit = h;
+                    value = v;
+                }
             }
             if hit {
                 let caps =
@@ -130,6 +162,8 @@ impl Transaction {
             }
         }
         drop(items);
+        drop(exclusions);
+        self.values = cache;
         if matched.is_empty() {
             return false;
         }
@@ -149,6 +183,35 @@ impl Transaction {
             }
         }
         true
+    }
+
+    /// Transforms a value that has no cache slot (TX, MATCHED_VAR, counts) or for a
+    /// multiMatch rule, which tests the value after every transformation that changes it.
+    fn transform_and_check<'v>(
+        &self,
+        rule: &Rule,
+        original: &'v [u8],
+        captures: &mut Vec<Vec<u8>>,
+    ) -> (bool, Cow<'v, [u8]>) {
+        let want_captures = rule.actions.capture;
+        let mut value: Cow<'v, [u8]> = Cow::Borrowed(original);
+        let mut hit = false;
+        if rule.actions.multi_match {
+            hit = self.check(rule, &value, want_captures.then_some(&mut *captures));
+        }
+        for t in &rule.transforms {
+            if t.is_noop_for(&value) {
+                continue;
+            }
+            value = Cow::Owned(t.apply(&value));
+            if rule.actions.multi_match && !hit {
+                hit = self.check(rule, &value, want_captures.then_some(&mut *captures));
+            }
+        }
+        if !rule.actions.multi_match {
+            hit = self.check(rule, &value, want_captures.then_some(&mut *captures));
+        }
+        (hit, value)
     }
 
     fn check(&self, rule: &Rule, value: &[u8], captures: Option<&mut Vec<Vec<u8>>>) -> bool {

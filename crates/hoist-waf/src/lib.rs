@@ -16,6 +16,7 @@
 
 pub mod actions;
 mod body;
+pub mod chains;
 mod collections;
 mod decode;
 pub mod error;
@@ -24,9 +25,11 @@ mod log;
 pub mod macros;
 pub mod operators;
 pub mod parser;
+mod prefilter;
 pub mod rules;
 mod transaction;
 pub mod transforms;
+mod values;
 pub mod variables;
 
 pub use actions::EngineMode;

@@ -2,9 +2,11 @@
 //! removals and target updates applied. Immutable and shared by every transaction.
 
 use crate::actions::{in_ranges, parse_id_ranges, Actions, Disruptive, EngineMode};
+use crate::chains::{ChainId, Chains, EMPTY_CHAIN};
 use crate::error::Error;
-use crate::operators::Operator;
+use crate::operators::{Operator, Pattern};
 use crate::parser::{self, Directive};
+use crate::prefilter::{required_literals, Prefilter};
 use crate::transforms::Transform;
 use crate::variables::Targets;
 use std::path::Path;
@@ -21,6 +23,13 @@ pub struct Rule {
     /// The operator as written, for log lines.
     pub operator_text: String,
     pub transforms: Vec<Transform>,
+    /// `transforms` interned in [`RuleSet::chains`].
+    pub chain: ChainId,
+    /// Index in its phase's entry list of the marker `skipAfter` names (the list's length
+    /// when there is none after the rule: the rest of the phase is skipped).
+    pub skip_after_index: Option<usize>,
+    /// This rule's bit in the @rx prefilter of its chain, when its regex has required literals.
+    pub prefilter_slot: Option<u32>,
     pub actions: Actions,
     pub log: bool,
     pub disruptive: Disruptive,
@@ -72,6 +81,10 @@ pub struct RuleSet {
     pub fancy_regex_rules: Vec<i64>,
     /// Disruptive action of SecDefaultAction per phase, for `block`.
     pub default_disruptive: [Disruptive; 5],
+    /// Every transformation chain the rules use (and their prefixes).
+    pub chains: Chains,
+    /// Per chain id, the @rx prefilter over the rules using that chain.
+    pub(crate) prefilters: Vec<Option<Prefilter>>,
 }
 
 impl RuleSet {
@@ -94,6 +107,86 @@ impl RuleSet {
             .flatten()
             .filter(|e| matches!(e, Entry::Rule(_)))
             .count()
+    }
+}
+
+impl RuleSet {
+    /// Gives every rule (chain links included) its chain id, and every @rx rule with required
+    /// literals a slot in its chain's prefilter. multiMatch rules test intermediate values
+    /// too, so they get no slot and always run their regex.
+    fn intern_chains(&mut self) {
+        let mut literal_sets: Vec<Vec<Vec<Vec<u8>>>> = Vec::new();
+        for entry in self.phases.iter_mut().flatten() {
+            let Entry::Rule(head) = entry else { continue };
+            let mut link: Option<&mut Rule> = Some(head);
+            while let Some(rule) = link {
+                rule.chain = self.chains.intern(&rule.transforms);
+                let literals = match &rule.operator {
+                    Operator::Rx(Pattern::Bytes(re)) if !rule.actions.multi_match => {
+                        required_literals(re.as_str())
+                    }
+                    _ => None,
+                };
+                if let Some(lits) = literals {
+                    let chain = rule.chain as usize;
+                    if literal_sets.len() <= chain {
+                        literal_sets.resize_with(chain + 1, Vec::new);
+                    }
+                    rule.prefilter_slot = u32::try_from(literal_sets[chain].len()).ok();
+                    literal_sets[chain].push(lits);
+                }
+                link = rule.chained.as_deref_mut();
+            }
+        }
+        self.prefilters = literal_sets
+            .iter()
+            .map(|sets| (!sets.is_empty()).then(|| Prefilter::build(sets)).flatten())
+            .collect();
+    }
+
+    fn resolve_skip_after(&mut self) {
+        for list in &mut self.phases {
+            let markers: Vec<(usize, String)> = list
+                .iter()
+                .enumerate()
+                .filter_map(|(i, e)| match e {
+                    Entry::Marker(name) => Some((i, name.clone())),
+                    Entry::Rule(_) => None,
+                })
+                .collect();
+            let len = list.len();
+            for (i, entry) in list.iter_mut().enumerate() {
+                let Entry::Rule(rule) = entry else { continue };
+                if let Some(name) = &rule.actions.skip_after {
+                    let to = markers
+                        .iter()
+                        .find(|(at, m)| *at > i && m == name)
+                        .map_or(len, |(at, _)| *at);
+                    rule.skip_after_index = Some(to);
+                }
+            }
+        }
+    }
+
+    /// How many @rx rule links have a prefilter slot, of how many @rx rule links.
+    pub fn prefiltered_rx(&self) -> (usize, usize) {
+        let (mut with, mut all) = (0, 0);
+        for entry in self.phases.iter().flatten() {
+            let Entry::Rule(head) = entry else { continue };
+            let mut link = Some(&**head);
+            while let Some(rule) = link {
+                if matches!(rule.operator, Operator::Rx(_)) {
+                    all += 1;
+                    with += usize::from(rule.prefilter_slot.is_some());
+                }
+                link = rule.chained.as_deref();
+            }
+        }
+        (with, all)
+    }
+
+    pub(crate) fn prefilter(&self, chain: ChainId) -> Option<&Prefilter> {
+        self.prefilters.get(chain as usize)?.as_ref()
     }
 }
 
@@ -129,6 +222,8 @@ impl Builder {
             component_signatures: Vec::new(),
             fancy_regex_rules: Vec::new(),
             default_disruptive: Default::default(),
+            chains: Chains::default(),
+            prefilters: Vec::new(),
         };
         for d in directives {
             let arg0 = d.args.first().map(String::as_str).unwrap_or("");
@@ -221,6 +316,8 @@ impl Builder {
                 }
             }
         }
+        set.intern_chains();
+        set.resolve_skip_after();
         Ok(set)
     }
 
@@ -302,6 +399,9 @@ impl Builder {
             negated,
             operator_text: op_text,
             transforms,
+            chain: EMPTY_CHAIN,
+            skip_after_index: None,
+            prefilter_slot: None,
             log: actions.log.unwrap_or(defaults.log),
             disruptive: actions.disruptive.clone().unwrap_or(defaults.disruptive),
             chained: None,

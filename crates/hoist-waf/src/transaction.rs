@@ -3,10 +3,13 @@
 
 use crate::actions::{BodyProcessor, EngineMode, IdRanges};
 use crate::body::{self, Pairs, Xml};
+use crate::collections::{XML_ATTRIBUTES_LIST, XML_TEXTS_LIST};
 use crate::macros::{Macro, Part};
 use crate::operators::Expand;
 use crate::rules::RuleSet;
+use crate::values::{scalar_slot, ValueCache};
 use crate::variables::Exclusion;
+use crate::variables::VarName;
 use std::borrow::Cow;
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -89,6 +92,8 @@ pub struct Transaction {
     pub(crate) allowed: bool,
     pub(crate) matched: Vec<MatchedRule>,
     pub(crate) phases_done: u8,
+    /// Transformed values (and prefilter hits) of the request's stable values.
+    pub(crate) values: ValueCache,
 }
 
 impl Expand for Transaction {
@@ -155,11 +160,13 @@ impl Transaction {
             allowed: false,
             matched: Vec::new(),
             phases_done: 0,
+            values: ValueCache::default(),
         }
     }
 
     /// The request line as received: `uri` is the request target (origin or absolute form).
     pub fn process_request_line(&mut self, method: &str, uri: &str, protocol: &str) {
+        self.values.clear();
         self.method = method.to_string();
         self.protocol = protocol.to_string();
         self.uri_raw = uri.to_string();
@@ -206,6 +213,7 @@ impl Transaction {
     /// Buffers body bytes up to SecRequestBodyLimit; returns false once the limit is passed
     /// (with `SecRequestBodyLimitAction Reject` the transaction is then interrupted with 413).
     pub fn append_request_body(&mut self, chunk: &[u8]) -> bool {
+        self.invalidate_scalar(VarName::RequestBody);
         let room = self
             .rules
             .request_body_limit
@@ -286,7 +294,11 @@ impl Transaction {
             }
             Some(BodyProcessor::Json) => {}
             Some(BodyProcessor::Xml) => match body::parse_xml(&body) {
-                Ok(x) => self.xml = x,
+                Ok(x) => {
+                    self.xml = x;
+                    self.values.invalidate_list(XML_TEXTS_LIST);
+                    self.values.invalidate_list(XML_ATTRIBUTES_LIST);
+                }
                 Err(e) => self.reqbody_error = Some(e),
             },
             None => {}
@@ -333,6 +345,7 @@ impl Transaction {
     }
 
     pub fn append_response_body(&mut self, chunk: &[u8]) {
+        self.invalidate_scalar(VarName::ResponseBody);
         let room = self
             .rules
             .response_body_limit
@@ -350,6 +363,12 @@ impl Transaction {
     /// Phase 5.
     pub fn process_logging(&mut self) {
         self.run_phase(5);
+    }
+
+    fn invalidate_scalar(&mut self, var: VarName) {
+        if let Some(slot) = scalar_slot(var) {
+            self.values.invalidate(slot);
+        }
     }
 
     pub fn interruption(&self) -> Option<&Interruption> {

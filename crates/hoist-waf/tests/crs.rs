@@ -407,6 +407,11 @@ fn crs_regression_corpus() {
         rules.fancy_regex_rules.len(),
         rules.fancy_regex_rules
     );
+    let (prefiltered, rx) = rules.prefiltered_rx();
+    eprintln!(
+        "crs: {} transformation chain nodes; {prefiltered} of {rx} @rx rules prefiltered",
+        rules.chains.len()
+    );
     let verbose = std::env::var_os("HOIST_CRS_VERBOSE").is_some();
     let only = std::env::var("HOIST_CRS_ONLY").ok();
     let mut total = Counts::default();

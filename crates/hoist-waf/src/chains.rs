@@ -1,0 +1,142 @@
+//! Transformation chains (`t:none,t:urlDecodeUni,t:lowercase`) interned at load into a trie.
+//!
+//! CRS uses a few dozen distinct chains across hundreds of rules, and many share prefixes.
+//! Each chain (and each of its prefixes) gets a small integer id, so a transaction can cache
+//! "value v under chain c" in plain vectors and compute every transformed value once, the
+//! common prefix of two chains once for both.
+
+use crate::transforms::Transform;
+
+/// Id of a chain in [`Chains`]; 0 is the empty chain (the value as collected).
+pub type ChainId = u32;
+
+pub const EMPTY_CHAIN: ChainId = 0;
+
+#[derive(Debug, Clone, Copy)]
+pub struct ChainNode {
+    /// The chain without its last transformation; the root points at itself.
+    pub parent: ChainId,
+    /// `None` only for the root.
+    pub transform: Option<Transform>,
+    /// Number of transformations from the root.
+    pub depth: u32,
+}
+
+#[derive(Debug, Clone)]
+pub struct Chains {
+    nodes: Vec<ChainNode>,
+    /// Per node, the nodes from the root to it (both included): the values a multiMatch
+    /// rule tests.
+    paths: Vec<Vec<ChainId>>,
+}
+
+impl Default for Chains {
+    fn default() -> Self {
+        Chains {
+            nodes: vec![ChainNode {
+                parent: EMPTY_CHAIN,
+                transform: None,
+                depth: 0,
+            }],
+            paths: vec![vec![EMPTY_CHAIN]],
+        }
+    }
+}
+
+impl Chains {
+    /// The id of `transforms`, adding it (and its prefixes) if new. Load time only: the
+    /// linear search over children is fine for the few hundred nodes CRS produces.
+    pub fn intern(&mut self, transforms: &[Transform]) -> ChainId {
+        let mut at = EMPTY_CHAIN;
+        for &t in transforms {
+            let found = self
+                .nodes
+                .iter()
+                .position(|n| n.parent == at && n.transform == Some(t))
+                .filter(|&i| i != 0);
+            at = match found {
+                Some(i) => to_id(i),
+                None => {
+                    let depth = self.nodes[at as usize].depth + 1;
+                    self.nodes.push(ChainNode {
+                        parent: at,
+                        transform: Some(t),
+                        depth,
+                    });
+                    let id = to_id(self.nodes.len() - 1);
+                    let mut path = self.paths[at as usize].clone();
+                    path.push(id);
+                    self.paths.push(path);
+                    id
+                }
+            };
+        }
+        at
+    }
+
+    pub fn node(&self, id: ChainId) -> ChainNode {
+        self.nodes[id as usize]
+    }
+
+    /// The root, each prefix of chain `id`, and `id` itself.
+    pub fn path(&self, id: ChainId) -> &[ChainId] {
+        self.paths.get(id as usize).map_or(&[], Vec::as_slice)
+    }
+
+    pub fn len(&self) -> usize {
+        self.nodes.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.nodes.len() <= 1
+    }
+
+    /// The transformations of chain `id`, first to last.
+    pub fn transforms(&self, id: ChainId) -> Vec<Transform> {
+        let mut out = Vec::new();
+        let mut at = id;
+        while let Some(t) = self.nodes[at as usize].transform {
+            out.push(t);
+            at = self.nodes[at as usize].parent;
+        }
+        out.reverse();
+        out
+    }
+}
+
+fn to_id(i: usize) -> ChainId {
+    // A rule set with four billion distinct chains does not fit in memory anyway.
+    ChainId::try_from(i).expect("chain ids fit in u32")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use Transform::*;
+
+    #[test]
+    fn shares_prefixes_and_reuses_ids() {
+        let mut c = Chains::default();
+        let a = c.intern(&[UrlDecodeUni, Lowercase]);
+        let b = c.intern(&[UrlDecodeUni, HtmlEntityDecode]);
+        let p = c.intern(&[UrlDecodeUni]);
+        assert_eq!(c.len(), 4);
+        assert_eq!(c.node(a).parent, p);
+        assert_eq!(c.node(b).parent, p);
+        assert_eq!(c.intern(&[UrlDecodeUni, Lowercase]), a);
+        assert_eq!(c.intern(&[]), EMPTY_CHAIN);
+        assert_eq!(c.transforms(a), vec![UrlDecodeUni, Lowercase]);
+        assert_eq!(c.node(a).depth, 2);
+        assert_eq!(c.path(a), &[EMPTY_CHAIN, p, a]);
+        assert_eq!(c.path(EMPTY_CHAIN), &[EMPTY_CHAIN]);
+    }
+
+    #[test]
+    fn order_matters() {
+        let mut c = Chains::default();
+        assert_ne!(
+            c.intern(&[Lowercase, UrlDecode]),
+            c.intern(&[UrlDecode, Lowercase])
+        );
+    }
+}

@@ -1,0 +1,124 @@
+//! What the evaluation shortcuts must not change: transformed values shared between rules
+//! (per value and chain), the @rx prefilter (negation, captures, multiMatch), and skipAfter
+//! jumps resolved at load.
+
+use hoist_waf::{RuleSet, Transaction};
+use std::path::Path;
+use std::sync::Arc;
+
+fn rules(text: &str) -> Arc<RuleSet> {
+    match RuleSet::from_str(text, Path::new("test.conf")) {
+        Ok(r) => Arc::new(r),
+        Err(e) => panic!("rules do not load: {e}"),
+    }
+}
+
+/// Runs a GET of `uri` through phases 1 and 2 and returns the transaction.
+fn get(rules: &Arc<RuleSet>, uri: &str) -> Transaction {
+    let mut tx = Transaction::new(rules.clone(), "10.0.0.1", "t");
+    tx.process_request_line("GET", uri, "HTTP/1.1");
+    tx.add_request_header("Host", b"example.com");
+    tx.process_request_headers();
+    tx.process_request_body();
+    tx
+}
+
+fn tx_var(tx: &Transaction, name: &str) -> Option<String> {
+    tx.tx_var(name)
+        .map(|v| String::from_utf8_lossy(v).into_owned())
+}
+
+#[test]
+fn chains_sharing_a_value_do_not_leak_into_each_other() {
+    let r = rules(
+        r#"
+SecRule ARGS "@rx ^abc$" "id:1,phase:1,pass,nolog,t:none,t:lowercase,setvar:tx.lower=1"
+SecRule ARGS "@rx ^ABC$" "id:2,phase:1,pass,nolog,t:none,setvar:tx.plain=1"
+SecRule ARGS "@rx ^abc$" "id:3,phase:1,pass,nolog,t:none,setvar:tx.wrong=1"
+SecRule ARGS "@rx ^abc$" "id:4,phase:2,pass,nolog,t:none,t:lowercase,t:trim,setvar:tx.prefix=1"
+"#,
+    );
+    let tx = get(&r, "/?q=ABC");
+    assert_eq!(tx_var(&tx, "lower").as_deref(), Some("1"));
+    assert_eq!(tx_var(&tx, "plain").as_deref(), Some("1"));
+    assert_eq!(tx_var(&tx, "wrong"), None);
+    assert_eq!(tx_var(&tx, "prefix").as_deref(), Some("1"));
+}
+
+#[test]
+fn negated_regex_matches_when_its_literal_is_absent() {
+    let r = rules(r#"SecRule ARGS "!@rx select" "id:1,phase:1,deny,status:403""#);
+    assert!(get(&r, "/?q=hello").interruption().is_some());
+    // The prefilter folds case; the regex does not: SELECT is not `select`.
+    assert!(get(&r, "/?q=SELECT").interruption().is_some());
+    assert!(get(&r, "/?q=select").interruption().is_none());
+}
+
+#[test]
+fn prefiltered_regex_still_captures_and_matches_case_insensitively() {
+    let r = rules(
+        r#"SecRule ARGS "@rx (?i)un(ion)\s+select" "id:1,phase:1,pass,nolog,capture,t:none,t:urlDecodeUni,setvar:tx.cap=%{tx.1}""#,
+    );
+    let tx = get(&r, "/?q=x%2520UnIoN%2520SeLeCt");
+    assert_eq!(tx_var(&tx, "cap").as_deref(), Some("IoN"));
+    let tx = get(&r, "/?q=onion+select");
+    assert_eq!(tx_var(&tx, "cap"), None);
+}
+
+#[test]
+fn multimatch_sees_the_value_before_and_after_each_transformation() {
+    // The raw value has `%3C`; only the urlDecoded one has `<`.
+    let r = rules(
+        r#"
+SecRule ARGS "@rx ^%3c" "id:1,phase:1,pass,nolog,multiMatch,t:none,t:lowercase,t:urlDecode,setvar:tx.multi=1"
+SecRule ARGS "@rx ^%3c" "id:2,phase:1,pass,nolog,t:none,t:lowercase,t:urlDecode,setvar:tx.single=1"
+SecRule ARGS "@rx ^<x>$" "id:3,phase:1,pass,nolog,multiMatch,t:none,t:lowercase,t:urlDecode,setvar:tx.last=1"
+"#,
+    );
+    let tx = get(&r, "/?q=%253CX%253E");
+    assert_eq!(tx_var(&tx, "multi").as_deref(), Some("1"));
+    assert_eq!(tx_var(&tx, "single"), None);
+    assert_eq!(tx_var(&tx, "last").as_deref(), Some("1"));
+}
+
+#[test]
+fn skip_after_jumps_to_the_next_marker_of_that_name() {
+    let r = rules(
+        r#"
+SecAction "id:1,phase:1,pass,nolog,skipAfter:END"
+SecRule ARGS "@rx ." "id:2,phase:1,deny,status:403"
+SecMarker OTHER
+SecAction "id:3,phase:1,pass,nolog,setvar:tx.skipped=1"
+SecMarker END
+SecAction "id:4,phase:1,pass,nolog,setvar:tx.after=1"
+SecAction "id:5,phase:1,pass,nolog,skipAfter:MISSING"
+SecAction "id:6,phase:1,pass,nolog,setvar:tx.rest=1"
+SecAction "id:7,phase:2,pass,nolog,setvar:tx.phase2=1"
+"#,
+    );
+    let tx = get(&r, "/?q=x");
+    assert!(tx.interruption().is_none());
+    assert_eq!(tx_var(&tx, "skipped"), None);
+    assert_eq!(tx_var(&tx, "after").as_deref(), Some("1"));
+    // No such marker after the rule: the rest of the phase is skipped, not the next phase.
+    assert_eq!(tx_var(&tx, "rest"), None);
+    assert_eq!(tx_var(&tx, "phase2").as_deref(), Some("1"));
+}
+
+#[test]
+fn request_body_seen_whole_after_more_is_appended() {
+    let r = rules(
+        r#"
+SecRequestBodyAccess On
+SecRule REQUEST_BODY "@rx end$" "id:1,phase:2,pass,nolog,t:none,t:lowercase,setvar:tx.end=1"
+"#,
+    );
+    let mut tx = Transaction::new(r.clone(), "10.0.0.1", "t");
+    tx.process_request_line("POST", "/", "HTTP/1.1");
+    tx.add_request_header("Content-Type", b"application/x-www-form-urlencoded");
+    tx.process_request_headers();
+    tx.append_request_body(b"a=1&");
+    tx.append_request_body(b"b=END");
+    tx.process_request_body();
+    assert_eq!(tx_var(&tx, "end").as_deref(), Some("1"));
+}
