@@ -36,6 +36,9 @@ impl WorkerClusters {
                     lb: RefCell::new(LbState::new(info)),
                     active: RefCell::new(vec![0; info.endpoints.len()]),
                     idle: RefCell::new((0..info.endpoints.len()).map(|_| Vec::new()).collect()),
+                    h2: RefCell::new((0..info.endpoints.len()).map(|_| Vec::new()).collect()),
+                    h2_connecting: RefCell::new(vec![false; info.endpoints.len()]),
+                    h2_opened: Notify::new(),
                     info: info.clone(),
                     stats,
                     released: Notify::new(),
@@ -58,9 +61,15 @@ pub struct WorkerCluster {
     /// Requests in flight per endpoint (least request reads them).
     active: RefCell<Vec<u32>>,
     idle: RefCell<Vec<Vec<Connection>>>,
+    /// HTTP/2 clusters: the open multiplexed connections per endpoint.
+    pub(super) h2: RefCell<Vec<Vec<std::rc::Rc<super::h2::H2Conn>>>>,
+    /// Per endpoint: an HTTP/2 connection is being opened (others wait for it).
+    pub(super) h2_connecting: RefCell<Vec<bool>>,
+    /// Wakes the requests waiting for an HTTP/2 connection being opened.
+    pub(super) h2_opened: Notify,
     /// Wakes requests waiting for a connection (max_connections reached) when one is
     /// released or closed on this worker.
-    released: Notify,
+    pub(super) released: Notify,
 }
 
 /// An open upstream connection; `upstream_cx_active` counts it until it is dropped.
