@@ -1,0 +1,290 @@
+//! HTTP/2 toward upstream clusters (`explicit_http_config.http2_protocol_options`), against an
+//! h2c origin written here on the h2 crate (prior knowledge over plain TCP) that counts its
+//! connections and streams: bodies byte-exact both ways through HTTP/1.1 and HTTP/2
+//! downstreams, many concurrent requests multiplexed on one upstream connection, a stream reset
+//! by the origin (503, and retried with retry_on: reset), and a GOAWAY after which requests go
+//! on a new connection. auto_config over plain TCP speaks HTTP/1.1 (origin.py).
+#![allow(clippy::unwrap_used)]
+
+mod support;
+mod upstream_support;
+
+use std::future::poll_fn;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::Bytes;
+use h2::server::SendResponse;
+use h2::RecvStream;
+use support::{curl, payload, sha256_hex, Hoist, TempDir};
+use upstream_support::{cluster, config, route, Origin};
+
+/// An h2c origin on a thread of its own. Paths: `/bytes/N` (N bytes of [`pattern`]), `/echo`
+/// (the request body back), `/slow` (answers after a pause), `/info` (what arrived),
+/// `/reset` (RST_STREAM), `/goaway` (answers, and shuts the connection down gracefully).
+struct H2Origin {
+    port: u16,
+    connections: Arc<AtomicUsize>,
+    streams: Arc<AtomicUsize>,
+}
+
+impl H2Origin {
+    fn start() -> H2Origin {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        listener.set_nonblocking(true).unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let connections = Arc::new(AtomicUsize::new(0));
+        let streams = Arc::new(AtomicUsize::new(0));
+        let (c, s) = (connections.clone(), streams.clone());
+        std::thread::spawn(move || {
+            let rt = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .unwrap();
+            rt.block_on(async move {
+                let listener = tokio::net::TcpListener::from_std(listener).unwrap();
+                loop {
+                    let Ok((tcp, _)) = listener.accept().await else {
+                        continue;
+                    };
+                    c.fetch_add(1, Ordering::SeqCst);
+                    tokio::spawn(serve(tcp, s.clone()));
+                }
+            });
+        });
+        H2Origin {
+            port,
+            connections,
+            streams,
+        }
+    }
+
+    fn connections(&self) -> usize {
+        self.connections.load(Ordering::SeqCst)
+    }
+
+    fn streams(&self) -> usize {
+        self.streams.load(Ordering::SeqCst)
+    }
+}
+
+async fn serve(tcp: tokio::net::TcpStream, streams: Arc<AtomicUsize>) {
+    let Ok(mut conn) = h2::server::handshake(tcp).await else {
+        return;
+    };
+    while let Some(Ok((req, respond))) = conn.accept().await {
+        streams.fetch_add(1, Ordering::SeqCst);
+        let goaway = req.uri().path() == "/goaway";
+        tokio::spawn(handle(req, respond));
+        if goaway {
+            conn.graceful_shutdown();
+        }
+    }
+}
+
+/// A body that no prefix of a shifted copy matches (so a lost or repeated piece shows).
+fn pattern(n: usize) -> Vec<u8> {
+    (0..n).map(|i| (i % 251) as u8 ^ (i / 251 % 256) as u8).collect()
+}
+
+async fn handle(req: http::Request<RecvStream>, mut respond: SendResponse<Bytes>) {
+    let path = req.uri().path().to_owned();
+    let info = format!(
+        "method={} authority={} host-header={} connection-header={}",
+        req.method(),
+        req.uri().authority().map(|a| a.to_string()).unwrap_or_default(),
+        req.headers().contains_key("host"),
+        req.headers().contains_key("connection"),
+    );
+    let mut body = req.into_body();
+    let mut got = Vec::new();
+    while let Some(Ok(d)) = body.data().await {
+        let _ = body.flow_control().release_capacity(d.len());
+        got.extend_from_slice(&d);
+    }
+    let out = match path.as_str() {
+        "/reset" => {
+            respond.send_reset(h2::Reason::INTERNAL_ERROR);
+            return;
+        }
+        "/echo" => got,
+        "/slow" => {
+            tokio::time::sleep(Duration::from_millis(300)).await;
+            b"slow".to_vec()
+        }
+        "/info" | "/goaway" => info.into_bytes(),
+        p => match p.strip_prefix("/bytes/").and_then(|n| n.parse().ok()) {
+            Some(n) => pattern(n),
+            None => b"?".to_vec(),
+        },
+    };
+    let response = http::Response::builder()
+        .status(200)
+        .header("content-length", out.len())
+        .body(())
+        .unwrap();
+    let Ok(mut send) = respond.send_response(response, out.is_empty()) else {
+        return;
+    };
+    let mut data = Bytes::from(out);
+    while !data.is_empty() {
+        send.reserve_capacity(data.len());
+        let Some(Ok(n)) = poll_fn(|cx| send.poll_capacity(cx)).await else {
+            return;
+        };
+        let piece = data.split_to(n.min(data.len()));
+        if send.send_data(piece, data.is_empty()).is_err() {
+            return;
+        }
+    }
+}
+
+const H2: &str = r#"    typed_extension_protocol_options:
+      envoy.extensions.upstreams.http.v3.HttpProtocolOptions:
+        "@type": type.googleapis.com/envoy.extensions.upstreams.http.v3.HttpProtocolOptions
+        explicit_http_config:
+          http2_protocol_options: {initial_stream_window_size: 65536, initial_connection_window_size: 131072}
+"#;
+
+fn start(dir: &TempDir, port: u16) -> Hoist {
+    let routes = route(
+        "{prefix: /retried/}",
+        "{cluster: h2c, prefix_rewrite: /, retry_policy: {retry_on: reset, num_retries: 2}}",
+    ) + &route("{prefix: /}", "{cluster: h2c}");
+    let log = dir.path("access.log");
+    let cfg = dir.write(
+        "hoist.yaml",
+        config(&routes, &cluster("h2c", &[(port, 1)], H2), &log, None),
+    );
+    Hoist::start(&cfg, &["--concurrency", "1"])
+}
+
+fn url(h: &Hoist, path: &str) -> String {
+    format!("http://{}{path}", h.addr("plain"))
+}
+
+/// Status and body of a curl run (`-w` appends the status on its own line).
+fn fetch(args: &[&str]) -> (u16, Vec<u8>) {
+    let mut all = vec!["-w", "\n%{http_code}"];
+    all.extend_from_slice(args);
+    let out = curl(&all);
+    let mut body = out.stdout;
+    let split = body.iter().rposition(|b| *b == b'\n').unwrap();
+    let status = String::from_utf8_lossy(&body[split + 1..]).parse().unwrap();
+    body.truncate(split);
+    (status, body)
+}
+
+const VERSIONS: [&str; 2] = ["--http1.1", "--http2-prior-knowledge"];
+
+#[test]
+fn bodies_are_byte_exact_both_ways_over_one_connection() {
+    let dir = TempDir::new("upstream-h2-bodies");
+    let origin = H2Origin::start();
+    let h = start(&dir, origin.port);
+    let upload = payload(&dir, "upload.bin", 1_300_000);
+    let sent = std::fs::read(&upload).unwrap();
+    let expected = sha256_hex(&pattern(1_500_000));
+    for v in VERSIONS {
+        let (status, body) = fetch(&[v, &url(&h, "/bytes/1500000")]);
+        assert_eq!(status, 200, "{v}");
+        assert_eq!(body.len(), 1_500_000, "{v}");
+        assert_eq!(sha256_hex(&body), expected, "{v}");
+        let data = format!("@{}", upload.display());
+        let (status, body) = fetch(&[v, "--data-binary", &data, &url(&h, "/echo")]);
+        assert_eq!(status, 200, "{v}");
+        assert_eq!(sha256_hex(&body), sha256_hex(&sent), "{v}");
+        let (status, body) = fetch(&[v, "-H", "host: origin.test", &url(&h, "/info")]);
+        assert_eq!(status, 200, "{v}");
+        assert_eq!(
+            String::from_utf8_lossy(&body),
+            "method=GET authority=origin.test host-header=false connection-header=false",
+            "{v}"
+        );
+    }
+    assert_eq!(origin.streams(), 6);
+    assert_eq!(origin.connections(), 1);
+    assert_eq!(h.stat("cluster.h2c.upstream_cx_total"), 1);
+    assert_eq!(h.stat("cluster.h2c.upstream_rq_2xx"), 6);
+}
+
+#[test]
+fn concurrent_requests_share_one_connection() {
+    let dir = TempDir::new("upstream-h2-concurrent");
+    let origin = H2Origin::start();
+    let h = start(&dir, origin.port);
+    let target = url(&h, "/slow");
+    let clients: Vec<_> = (0..20)
+        .map(|i| {
+            let target = target.clone();
+            std::thread::spawn(move || fetch(&[VERSIONS[i % 2], &target]))
+        })
+        .collect();
+    for c in clients {
+        let (status, body) = c.join().unwrap();
+        assert_eq!(status, 200);
+        assert_eq!(body, b"slow");
+    }
+    assert_eq!(origin.streams(), 20);
+    assert_eq!(origin.connections(), 1);
+    assert_eq!(h.stat("cluster.h2c.upstream_cx_total"), 1);
+}
+
+#[test]
+fn resets_and_goaway() {
+    let dir = TempDir::new("upstream-h2-reset");
+    let origin = H2Origin::start();
+    let h = start(&dir, origin.port);
+    let (status, body) = fetch(&[&url(&h, "/reset")]);
+    assert_eq!(status, 503);
+    assert!(
+        String::from_utf8_lossy(&body).contains("reset before headers"),
+        "{}",
+        String::from_utf8_lossy(&body)
+    );
+    assert_eq!(origin.streams(), 1);
+    // retry_on: reset, num_retries: 2: three streams, then the 503.
+    let (status, _) = fetch(&["--http2-prior-knowledge", &url(&h, "/retried/reset")]);
+    assert_eq!(status, 503);
+    assert_eq!(origin.streams(), 4);
+    assert_eq!(h.stat("cluster.h2c.upstream_rq_retry"), 2);
+    // The reset streams left the connection usable.
+    let (status, _) = fetch(&[&url(&h, "/info")]);
+    assert_eq!(status, 200);
+    assert_eq!(origin.connections(), 1);
+    // A GOAWAY: the answer still arrives, and the next request opens a new connection.
+    let (status, _) = fetch(&[&url(&h, "/goaway")]);
+    assert_eq!(status, 200);
+    for v in VERSIONS {
+        let (status, _) = fetch(&[v, &url(&h, "/info")]);
+        assert_eq!(status, 200, "{v}");
+    }
+    assert_eq!(origin.connections(), 2);
+    assert_eq!(h.stat("cluster.h2c.upstream_cx_total"), 2);
+}
+
+#[test]
+fn auto_config_over_plain_tcp_speaks_http1() {
+    let dir = TempDir::new("upstream-h2-auto");
+    let origin = Origin::start("a");
+    let extra = r#"    typed_extension_protocol_options:
+      envoy.extensions.upstreams.http.v3.HttpProtocolOptions:
+        "@type": type.googleapis.com/envoy.extensions.upstreams.http.v3.HttpProtocolOptions
+        auto_config: {http2_protocol_options: {}}
+"#;
+    let log = dir.path("access.log");
+    let cfg = dir.write(
+        "hoist.yaml",
+        config(
+            &route("{prefix: /}", "{cluster: web}"),
+            &cluster("web", &[(origin.port, 1)], extra),
+            &log,
+            None,
+        ),
+    );
+    let h = Hoist::start(&cfg, &["--concurrency", "1"]);
+    let (status, body) = fetch(&[&url(&h, "/")]);
+    assert_eq!(status, 200);
+    assert!(String::from_utf8_lossy(&body).contains("\"origin\": \"a\""));
+}
