@@ -85,9 +85,17 @@ pub async fn attempt<B: RequestBody>(
     idle: Option<Duration>,
     deadline: &mut Option<Instant>,
 ) -> Result<Attempt, B::Error> {
-    if let UpstreamProtocol::Http2(o) = &cluster.info.protocol {
+    let h2 = match &cluster.info.protocol {
+        UpstreamProtocol::Http2(o) => Some(o),
+        UpstreamProtocol::Auto(o) if !cluster.speaks_http1(rq.endpoint()) => Some(o),
+        _ => None,
+    };
+    if let Some(o) = h2 {
         let bounds = |sent_at| bounds(sent_at, timeout, per_try, idle, deadline);
-        return super::h2::attempt(cluster, rq, request, headers, body, o, bounds).await;
+        // None: auto_config, and ALPN chose HTTP/1.1 (the connection waits in the pool).
+        if let Some(a) = super::h2::attempt(cluster, rq, request, headers, body, o, bounds).await? {
+            return Ok(a);
+        }
     }
     let mut retried_stale = false;
     let (mut c, sent_at) = loop {

@@ -16,7 +16,7 @@ use std::time::{Duration, Instant};
 use bytes::Bytes;
 use h2::client::SendRequest;
 use h2::{RecvStream, SendStream};
-use hoist_config::model::UpstreamHttp2Options;
+use hoist_config::model::{UpstreamHttp2Options, UpstreamProtocol};
 use hoist_http::body::StreamSender;
 use hoist_http::ResponseHead;
 use http::header::{self, HeaderMap, HeaderName};
@@ -141,14 +141,17 @@ async fn connection(
     cluster: &Rc<WorkerCluster>,
     rq: &ActiveRequest,
     o: &UpstreamHttp2Options,
-) -> Result<(Rc<H2Conn>, bool), ConnectError> {
+) -> Result<Option<(Rc<H2Conn>, bool)>, ConnectError> {
     let endpoint = rq.endpoint();
     loop {
+        if cluster.speaks_http1(endpoint) {
+            return Ok(None);
+        }
         // Requests that arrive while a connection is being opened wait for it rather than
         // open one each.
         let opened = cluster.h2_opened.notified();
         if let Some(c) = pick_open(cluster, endpoint, o, false) {
-            return Ok((c, true));
+            return Ok(Some((c, true)));
         }
         if !cluster
             .h2_connecting
@@ -162,7 +165,7 @@ async fn connection(
         opened.await;
     }
     let _connecting = Connecting::start(cluster, endpoint);
-    open(cluster, endpoint, o).await.map(|c| (c, false))
+    Ok(open(cluster, endpoint, o).await?.map(|c| (c, false)))
 }
 
 /// Marks a connection being opened to an endpoint; dropped (done, failed or cancelled with
@@ -195,12 +198,13 @@ impl Drop for Connecting<'_> {
     }
 }
 
-/// Opens a connection to `endpoint` (or, over max_connections, queues on an open one).
+/// Opens a connection to `endpoint` (or, over max_connections, queues on an open one). None:
+/// auto_config, and ALPN chose HTTP/1.1 (the connection went to the HTTP/1.1 pool).
 async fn open(
     cluster: &Rc<WorkerCluster>,
     endpoint: usize,
     o: &UpstreamHttp2Options,
-) -> Result<Rc<H2Conn>, ConnectError> {
+) -> Result<Option<Rc<H2Conn>>, ConnectError> {
     let res = &cluster.info.resources;
     if !Resources::try_acquire(&res.connections, cluster.info.limits.max_connections) {
         if let Some(s) = &cluster.stats {
@@ -209,7 +213,7 @@ async fn open(
         // Over max_connections: queue on the least busy connection (h2 waits for a stream
         // slot); with none open, an overflow.
         return match pick_open(cluster, endpoint, o, true) {
-            Some(c) => Ok(c),
+            Some(c) => Ok(Some(c)),
             None => {
                 if let Some(s) = &cluster.stats {
                     s.upstream_rq_pending_overflow.inc();
@@ -248,6 +252,11 @@ async fn open(
     if let Some(s) = &cluster.stats {
         s.upstream_cx_active.inc();
     }
+    if matches!(cluster.info.protocol, UpstreamProtocol::Auto(_)) && stream.alpn() != Some(b"h2")
+    {
+        cluster.adopt_http1(endpoint, stream);
+        return Ok(None);
+    }
     let counted = Counted {
         cluster: cluster.clone(),
         endpoint,
@@ -284,7 +293,7 @@ async fn open(
     if let Some(list) = cluster.h2.borrow_mut().get_mut(endpoint) {
         list.push(conn.clone());
     }
-    Ok(conn)
+    Ok(Some(conn))
 }
 
 /// Headers that mean something only on one HTTP/1.1 connection, which HTTP/2 forbids
@@ -355,7 +364,8 @@ async fn send_all(send: &mut SendStream<Bytes>, mut data: Bytes) -> Result<(), h
     Ok(())
 }
 
-/// One try over HTTP/2; the same contract as [`super::attempt::attempt`].
+/// One try over HTTP/2; the same contract as [`super::attempt::attempt`]. None: an
+/// auto_config endpoint answered ALPN with HTTP/1.1 and nothing was sent.
 #[allow(clippy::too_many_arguments)]
 pub async fn attempt<B: RequestBody>(
     cluster: &Rc<WorkerCluster>,
@@ -365,7 +375,7 @@ pub async fn attempt<B: RequestBody>(
     body: &mut Source<'_, B>,
     o: &UpstreamHttp2Options,
     bounds: impl FnOnce(Instant) -> (Option<Instant>, Failure),
-) -> Result<Attempt, B::Error> {
+) -> Result<Option<Attempt>, B::Error> {
     let mut retried_stale = false;
     let no_body = match body {
         Source::None => true,
@@ -377,16 +387,17 @@ pub async fn attempt<B: RequestBody>(
     let mut limit: Option<(Option<Instant>, Failure)> = None;
     let (conn, stream, response, sent_at) = loop {
         let (conn, reused) = match connection(cluster, rq, o).await {
-            Ok(c) => c,
+            Ok(Some(c)) => c,
+            Ok(None) => return Ok(None),
             Err(e) => {
-                return Ok(Attempt::Failed {
+                return Ok(Some(Attempt::Failed {
                     failure: Failure::Connect(e),
                     peer: None,
-                })
+                }))
             }
         };
         let Some(req) = request(cluster, rq.endpoint(), r, headers) else {
-            return Ok(failed_at(Failure::Malformed, conn.peer));
+            return Ok(Some(failed_at(Failure::Malformed, conn.peer)));
         };
         let stream = H2Stream::open(&conn);
         let opened = match conn.send.clone().ready().await {
@@ -405,7 +416,7 @@ pub async fn attempt<B: RequestBody>(
                     retried_stale = true;
                     continue;
                 }
-                return Ok(failed_at(Failure::Reset, conn.peer));
+                return Ok(Some(failed_at(Failure::Reset, conn.peer)));
             }
         };
         if !no_body {
@@ -427,7 +438,7 @@ pub async fn attempt<B: RequestBody>(
                 .and_then(|()| send.send_data(Bytes::new(), true))
                 .is_err()
             {
-                return Ok(failed_at(Failure::RequestBody, conn.peer));
+                return Ok(Some(failed_at(Failure::RequestBody, conn.peer)));
             }
         }
         let sent_at = Instant::now();
@@ -442,7 +453,7 @@ pub async fn attempt<B: RequestBody>(
         match answer {
             None => {
                 let on_expiry = limit.map_or(Failure::GlobalTimeout, |(_, f)| f);
-                return Ok(failed_at(on_expiry, conn.peer));
+                return Ok(Some(failed_at(on_expiry, conn.peer)));
             }
             Some(Err(e)) => {
                 tracing::debug!("cluster {}: HTTP/2 response: {e}", cluster.info.name);
@@ -454,7 +465,7 @@ pub async fn attempt<B: RequestBody>(
                     retried_stale = true;
                     continue;
                 }
-                return Ok(failed_at(Failure::Reset, conn.peer));
+                return Ok(Some(failed_at(Failure::Reset, conn.peer)));
             }
             Some(Ok(response)) => break (conn, stream, response, sent_at),
         }
@@ -469,7 +480,7 @@ pub async fn attempt<B: RequestBody>(
             .and_then(|v| v.to_str().ok())
             .and_then(|v| v.parse::<u64>().ok())
     };
-    Ok(Attempt::Response {
+    Ok(Some(Attempt::Response {
         conn: Upstream::H2(H2Body {
             recv,
             _stream: stream,
@@ -481,7 +492,7 @@ pub async fn attempt<B: RequestBody>(
         length,
         sent_at,
         peer: conn.peer,
-    })
+    }))
 }
 
 /// Reads the next piece of a response body within `limit`: None on expiry, Some(None) at

@@ -214,7 +214,7 @@ impl ClusterManager {
         };
         for c in clusters {
             let first = c.endpoints.first().map_or("", |e| e.host.as_str());
-            let protocol = upstream_protocol(c)?;
+            let protocol = upstream_protocol(c);
             let tls = c
                 .tls
                 .as_ref()
@@ -222,12 +222,18 @@ impl ClusterManager {
                     UpstreamTls::new(t, first).map(|mut u| {
                         u.offload_mode = offload_mode;
                         // Envoy offers h2 over TLS to an HTTP/2 cluster whose context names
-                        // no protocols.
-                        if matches!(protocol, UpstreamProtocol::Http2(_))
-                            && u.config.alpn_protocols.is_empty()
-                        {
+                        // no protocols, and h2 then http/1.1 for auto_config whatever the
+                        // context says.
+                        let alpn: &[&[u8]] = match protocol {
+                            UpstreamProtocol::Http2(_) if u.config.alpn_protocols.is_empty() => {
+                                &[b"h2"]
+                            }
+                            UpstreamProtocol::Auto(_) => &[b"h2", b"http/1.1"],
+                            _ => &[],
+                        };
+                        if !alpn.is_empty() {
                             std::sync::Arc::make_mut(&mut u.config).alpn_protocols =
-                                vec![b"h2".to_vec()];
+                                alpn.iter().map(|p| p.to_vec()).collect();
                         }
                         u
                     })
@@ -390,17 +396,12 @@ impl ClusterManager {
     }
 }
 
-/// The protocol a cluster's connections speak. auto_config over plain TCP is HTTP/1.1 (no ALPN
-/// to ask with); over TLS it needs a per-connection choice by ALPN, which hoist does not make
-/// yet, so it is refused rather than run as something else.
-fn upstream_protocol(c: &Cluster) -> Result<UpstreamProtocol, ConfigError> {
+/// The protocol a cluster's connections speak: auto_config over plain TCP is HTTP/1.1 (no ALPN
+/// to ask with); over TLS it stays `Auto`, decided per connection by ALPN (h2.rs).
+fn upstream_protocol(c: &Cluster) -> UpstreamProtocol {
     match c.protocol {
-        UpstreamProtocol::Auto(_) if c.tls.is_some() => Err(ConfigError::new(
-            format!("{}.typed_extension_protocol_options", c.yaml_path),
-            "auto_config over TLS (choosing HTTP/2 or HTTP/1.1 by ALPN) is not supported by hoist yet; use explicit_http_config",
-        )),
-        UpstreamProtocol::Auto(_) => Ok(UpstreamProtocol::Http1),
-        p => Ok(p),
+        UpstreamProtocol::Auto(_) if c.tls.is_none() => UpstreamProtocol::Http1,
+        p => p,
     }
 }
 
