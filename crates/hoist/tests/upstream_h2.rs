@@ -288,3 +288,153 @@ fn auto_config_over_plain_tcp_speaks_http1() {
     assert_eq!(status, 200);
     assert!(String::from_utf8_lossy(&body).contains("\"origin\": \"a\""));
 }
+
+/// nginx (Debian's package) over TLS: `h2_port` offers h2 and http/1.1 by ALPN, `h1_port` only
+/// HTTP/1.1. `/proto` answers with the protocol the request arrived in; other paths are files
+/// of `root`.
+struct TlsNginx {
+    child: std::process::Child,
+    h2_port: u16,
+    h1_port: u16,
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+impl TlsNginx {
+    fn start(dir: &TempDir, cert: &support::Cert, root: &std::path::Path) -> TlsNginx {
+        let (h2_port, h1_port) = (free_port(), free_port());
+        let prefix = dir.path("nginx");
+        std::fs::create_dir_all(prefix.join("logs")).unwrap();
+        let conf = dir.write(
+            "nginx.conf",
+            format!(
+                r#"worker_processes 1;
+pid {prefix}/nginx.pid;
+error_log stderr warn;
+events {{ worker_connections 64; }}
+http {{
+    access_log off;
+    client_body_temp_path {prefix}/body;
+    proxy_temp_path {prefix}/proxy;
+    fastcgi_temp_path {prefix}/fastcgi;
+    uwsgi_temp_path {prefix}/uwsgi;
+    scgi_temp_path {prefix}/scgi;
+    ssl_certificate {cert};
+    ssl_certificate_key {key};
+    server {{
+        listen 127.0.0.1:{h2_port} ssl http2;
+        root {root};
+        location /proto {{ return 200 "proto=$server_protocol\n"; }}
+    }}
+    server {{
+        listen 127.0.0.1:{h1_port} ssl;
+        root {root};
+        location /proto {{ return 200 "proto=$server_protocol\n"; }}
+    }}
+}}
+"#,
+                prefix = prefix.display(),
+                cert = cert.cert.display(),
+                key = cert.key.display(),
+                root = root.display(),
+            ),
+        );
+        let child = std::process::Command::new("/usr/sbin/nginx")
+            .args(["-p", prefix.to_str().unwrap(), "-c", conf.to_str().unwrap()])
+            .args(["-e", "stderr", "-g", "daemon off;"])
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .expect("nginx is installed");
+        // A liveness bound for nginx's start, not a timing assertion.
+        let deadline = std::time::Instant::now() + Duration::from_secs(10);
+        for port in [h2_port, h1_port] {
+            while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+                assert!(std::time::Instant::now() < deadline, "nginx did not start");
+                std::thread::sleep(Duration::from_millis(50));
+            }
+        }
+        TlsNginx {
+            child,
+            h2_port,
+            h1_port,
+        }
+    }
+}
+
+impl Drop for TlsNginx {
+    fn drop(&mut self) {
+        // SIGTERM: the master stops its workers with it.
+        let _ = std::process::Command::new("kill")
+            .arg("-TERM")
+            .arg(self.child.id().to_string())
+            .status();
+        let _ = self.child.wait();
+    }
+}
+
+/// A TLS cluster extra with HttpProtocolOptions `protocol` (YAML flow mapping) and no
+/// alpn_protocols: hoist offers what the protocol options need.
+fn tls_extra(ca: &std::path::Path, protocol: &str) -> String {
+    format!(
+        r#"    typed_extension_protocol_options:
+      envoy.extensions.upstreams.http.v3.HttpProtocolOptions:
+        "@type": type.googleapis.com/envoy.extensions.upstreams.http.v3.HttpProtocolOptions
+        {protocol}
+    transport_socket:
+      name: envoy.transport_sockets.tls
+      typed_config:
+        "@type": type.googleapis.com/envoy.extensions.transport_sockets.tls.v3.UpstreamTlsContext
+        sni: origin.test
+        common_tls_context:
+          validation_context:
+            trusted_ca: {{filename: {}}}
+"#,
+        ca.display()
+    )
+}
+
+#[test]
+fn tls_origins_by_alpn() {
+    let dir = TempDir::new("upstream-h2-tls");
+    let (ca, cert) = upstream_support::ca_and_leaf(&dir, "origin.test");
+    let root = dir.path("root");
+    std::fs::create_dir_all(&root).unwrap();
+    let big = payload(&dir, "root/big.bin", 2_000_000);
+    let big_sha = sha256_hex(&std::fs::read(&big).unwrap());
+    let nginx = TlsNginx::start(&dir, &cert, &root);
+    let explicit = "explicit_http_config: {http2_protocol_options: {}}";
+    let auto = "auto_config: {http_protocol_options: {}, http2_protocol_options: {}}";
+    let clusters = cluster("h2", &[(nginx.h2_port, 1)], &tls_extra(&ca, explicit))
+        + &cluster("auto2", &[(nginx.h2_port, 1)], &tls_extra(&ca, auto))
+        + &cluster("auto1", &[(nginx.h1_port, 1)], &tls_extra(&ca, auto));
+    let routes = route("{prefix: /h2/}", "{cluster: h2, prefix_rewrite: /}")
+        + &route("{prefix: /auto2/}", "{cluster: auto2, prefix_rewrite: /}")
+        + &route("{prefix: /auto1/}", "{cluster: auto1, prefix_rewrite: /}");
+    let log = dir.path("access.log");
+    let cfg = dir.write("hoist.yaml", config(&routes, &clusters, &log, None));
+    let h = Hoist::start(&cfg, &["--concurrency", "1"]);
+    for v in VERSIONS {
+        let (status, body) = fetch(&[v, &url(&h, "/h2/proto")]);
+        assert_eq!((status, body.as_slice()), (200, &b"proto=HTTP/2.0\n"[..]), "{v}");
+        let (status, body) = fetch(&[v, &url(&h, "/h2/big.bin")]);
+        assert_eq!(status, 200, "{v}");
+        assert_eq!(sha256_hex(&body), big_sha, "{v}");
+        let (status, body) = fetch(&[v, &url(&h, "/auto2/proto")]);
+        assert_eq!((status, body.as_slice()), (200, &b"proto=HTTP/2.0\n"[..]), "{v}");
+        let (status, body) = fetch(&[v, &url(&h, "/auto1/proto")]);
+        assert_eq!((status, body.as_slice()), (200, &b"proto=HTTP/1.1\n"[..]), "{v}");
+        let (status, body) = fetch(&[v, &url(&h, "/auto1/big.bin")]);
+        assert_eq!(status, 200, "{v}");
+        assert_eq!(sha256_hex(&body), big_sha, "{v}");
+    }
+    // The HTTP/2 clusters multiplexed everything on one connection each.
+    assert_eq!(h.stat("cluster.h2.upstream_cx_total"), 1);
+    assert_eq!(h.stat("cluster.auto2.upstream_cx_total"), 1);
+}
