@@ -85,7 +85,9 @@ async fn serve(tcp: tokio::net::TcpStream, streams: Arc<AtomicUsize>) {
 
 /// A body that no prefix of a shifted copy matches (so a lost or repeated piece shows).
 fn pattern(n: usize) -> Vec<u8> {
-    (0..n).map(|i| (i % 251) as u8 ^ (i / 251 % 256) as u8).collect()
+    (0..n)
+        .map(|i| (i % 251) as u8 ^ (i / 251 % 256) as u8)
+        .collect()
 }
 
 async fn handle(req: http::Request<RecvStream>, mut respond: SendResponse<Bytes>) {
@@ -93,7 +95,10 @@ async fn handle(req: http::Request<RecvStream>, mut respond: SendResponse<Bytes>
     let info = format!(
         "method={} authority={} host-header={} connection-header={}",
         req.method(),
-        req.uri().authority().map(|a| a.to_string()).unwrap_or_default(),
+        req.uri()
+            .authority()
+            .map(|a| a.to_string())
+            .unwrap_or_default(),
         req.headers().contains_key("host"),
         req.headers().contains_key("connection"),
     );
@@ -422,14 +427,26 @@ fn tls_origins_by_alpn() {
     let h = Hoist::start(&cfg, &["--concurrency", "1"]);
     for v in VERSIONS {
         let (status, body) = fetch(&[v, &url(&h, "/h2/proto")]);
-        assert_eq!((status, body.as_slice()), (200, &b"proto=HTTP/2.0\n"[..]), "{v}");
+        assert_eq!(
+            (status, body.as_slice()),
+            (200, &b"proto=HTTP/2.0\n"[..]),
+            "{v}"
+        );
         let (status, body) = fetch(&[v, &url(&h, "/h2/big.bin")]);
         assert_eq!(status, 200, "{v}");
         assert_eq!(sha256_hex(&body), big_sha, "{v}");
         let (status, body) = fetch(&[v, &url(&h, "/auto2/proto")]);
-        assert_eq!((status, body.as_slice()), (200, &b"proto=HTTP/2.0\n"[..]), "{v}");
+        assert_eq!(
+            (status, body.as_slice()),
+            (200, &b"proto=HTTP/2.0\n"[..]),
+            "{v}"
+        );
         let (status, body) = fetch(&[v, &url(&h, "/auto1/proto")]);
-        assert_eq!((status, body.as_slice()), (200, &b"proto=HTTP/1.1\n"[..]), "{v}");
+        assert_eq!(
+            (status, body.as_slice()),
+            (200, &b"proto=HTTP/1.1\n"[..]),
+            "{v}"
+        );
         let (status, body) = fetch(&[v, &url(&h, "/auto1/big.bin")]);
         assert_eq!(status, 200, "{v}");
         assert_eq!(sha256_hex(&body), big_sha, "{v}");

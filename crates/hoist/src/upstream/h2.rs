@@ -252,8 +252,7 @@ async fn open(
     if let Some(s) = &cluster.stats {
         s.upstream_cx_active.inc();
     }
-    if matches!(cluster.info.protocol, UpstreamProtocol::Auto(_)) && stream.alpn() != Some(b"h2")
-    {
+    if matches!(cluster.info.protocol, UpstreamProtocol::Auto(_)) && stream.alpn() != Some(b"h2") {
         cluster.adopt_http1(endpoint, stream);
         return Ok(None);
     }

@@ -316,7 +316,11 @@ impl WorkerCluster {
 impl WorkerCluster {
     /// auto_config: whether `endpoint` answered ALPN with HTTP/1.1.
     pub fn speaks_http1(&self, endpoint: usize) -> bool {
-        self.alpn_http1.borrow().get(endpoint).copied().unwrap_or(false)
+        self.alpn_http1
+            .borrow()
+            .get(endpoint)
+            .copied()
+            .unwrap_or(false)
     }
 
     /// auto_config: a new connection (already counted as open) on which ALPN chose HTTP/1.1
