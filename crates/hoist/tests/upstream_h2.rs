@@ -455,3 +455,36 @@ fn tls_origins_by_alpn() {
     assert_eq!(h.stat("cluster.h2.upstream_cx_total"), 1);
     assert_eq!(h.stat("cluster.auto2.upstream_cx_total"), 1);
 }
+
+#[test]
+fn max_requests_per_connection_and_route_timeout() {
+    let dir = TempDir::new("upstream-h2-limits");
+    let origin = H2Origin::start();
+    let extra = r#"    typed_extension_protocol_options:
+      envoy.extensions.upstreams.http.v3.HttpProtocolOptions:
+        "@type": type.googleapis.com/envoy.extensions.upstreams.http.v3.HttpProtocolOptions
+        common_http_protocol_options: {max_requests_per_connection: 2}
+        explicit_http_config: {http2_protocol_options: {max_concurrent_streams: 4}}
+"#;
+    let routes = route("{prefix: /late/}", "{cluster: h2c, prefix_rewrite: /, timeout: 0.05s}")
+        + &route("{prefix: /}", "{cluster: h2c}");
+    let log = dir.path("access.log");
+    let cfg = dir.write(
+        "hoist.yaml",
+        config(&routes, &cluster("h2c", &[(origin.port, 1)], extra), &log, None),
+    );
+    let h = Hoist::start(&cfg, &["--concurrency", "1"]);
+    for _ in 0..4 {
+        let (status, _) = fetch(&[&url(&h, "/info")]);
+        assert_eq!(status, 200);
+    }
+    // Two streams per connection.
+    assert_eq!(origin.connections(), 2);
+    assert_eq!(h.stat("cluster.h2c.upstream_cx_total"), 2);
+    assert!(h.stat("cluster.h2c.upstream_cx_max_requests") >= 1);
+    // /slow answers after 300 ms: the route's 50 ms run out first.
+    let (status, body) = fetch(&[&url(&h, "/late/slow")]);
+    assert_eq!(status, 504);
+    assert_eq!(body, b"upstream request timeout");
+    assert_eq!(h.stat("cluster.h2c.upstream_rq_timeout"), 1);
+}
