@@ -466,12 +466,19 @@ fn max_requests_per_connection_and_route_timeout() {
         common_http_protocol_options: {max_requests_per_connection: 2}
         explicit_http_config: {http2_protocol_options: {max_concurrent_streams: 4}}
 "#;
-    let routes = route("{prefix: /late/}", "{cluster: h2c, prefix_rewrite: /, timeout: 0.05s}")
-        + &route("{prefix: /}", "{cluster: h2c}");
+    let routes = route(
+        "{prefix: /late/}",
+        "{cluster: h2c, prefix_rewrite: /, timeout: 0.05s}",
+    ) + &route("{prefix: /}", "{cluster: h2c}");
     let log = dir.path("access.log");
     let cfg = dir.write(
         "hoist.yaml",
-        config(&routes, &cluster("h2c", &[(origin.port, 1)], extra), &log, None),
+        config(
+            &routes,
+            &cluster("h2c", &[(origin.port, 1)], extra),
+            &log,
+            None,
+        ),
     );
     let h = Hoist::start(&cfg, &["--concurrency", "1"]);
     for _ in 0..4 {

@@ -93,7 +93,8 @@ pub async fn attempt<B: RequestBody>(
     if let Some(o) = h2 {
         let bounds = |sent_at| bounds(sent_at, timeout, per_try, idle, deadline);
         // None: auto_config, and ALPN chose HTTP/1.1 (the connection waits in the pool).
-        if let Some(a) = super::h2::attempt(cluster, rq, request, headers, body, o, bounds).await? {
+        let a = super::h2::attempt(cluster, rq, request, headers, body, o, timeout, bounds);
+        if let Some(a) = a.await? {
             return Ok(a);
         }
     }

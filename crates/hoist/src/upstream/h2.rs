@@ -373,6 +373,7 @@ pub async fn attempt<B: RequestBody>(
     headers: &HeaderMap,
     body: &mut Source<'_, B>,
     o: &UpstreamHttp2Options,
+    wait: Option<Duration>,
     bounds: impl FnOnce(Instant) -> (Option<Instant>, Failure),
 ) -> Result<Option<Attempt>, B::Error> {
     let mut retried_stale = false;
@@ -399,7 +400,22 @@ pub async fn attempt<B: RequestBody>(
             return Ok(Some(failed_at(Failure::Malformed, conn.peer)));
         };
         let stream = H2Stream::open(&conn);
-        let opened = match conn.send.clone().ready().await {
+        // The upstream's own stream limit can make this wait, as long as a request may wait
+        // for an HTTP/1.1 connection (the route timeout): then the pool is full.
+        let ready = conn.send.clone().ready();
+        let ready = match wait {
+            Some(w) => match tokio::time::timeout(w, ready).await {
+                Ok(r) => r,
+                Err(_) => {
+                    return Ok(Some(Attempt::Failed {
+                        failure: Failure::Connect(ConnectError::Overflow),
+                        peer: conn.peer,
+                    }))
+                }
+            },
+            None => ready.await,
+        };
+        let opened = match ready {
             Ok(mut s) => s.send_request(req, no_body),
             Err(e) => Err(e),
         };
