@@ -125,9 +125,13 @@ fn pick_open(
         }
         !expired
     });
+    // The upstream's SETTINGS_MAX_CONCURRENT_STREAMS bounds a connection too (as in Envoy).
     let room = list
         .iter()
-        .find(|c| c.streams.get() < o.max_concurrent_streams)
+        .find(|c| {
+            let peer = u32::try_from(c.send.current_max_send_streams()).unwrap_or(u32::MAX);
+            c.streams.get() < o.max_concurrent_streams.min(peer)
+        })
         .cloned();
     if room.is_some() || !full {
         return room;
