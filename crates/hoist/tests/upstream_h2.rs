@@ -20,7 +20,8 @@ use h2::RecvStream;
 use support::{curl, payload, sha256_hex, Hoist, TempDir};
 use upstream_support::{cluster, config, route, Origin};
 
-/// An h2c origin on a thread of its own. Paths: `/bytes/N` (N bytes of [`pattern`]), `/echo`
+/// An h2c origin on a thread of its own. Paths: `/bytes/N` (N bytes of [`pattern`]; `/stream/N`
+/// the same without content-length), `/echo`
 /// (the request body back), `/slow` (answers after a pause), `/info` (what arrived),
 /// `/reset` (RST_STREAM), `/goaway` (answers, and shuts the connection down gracefully).
 struct H2Origin {
@@ -108,6 +109,8 @@ async fn handle(req: http::Request<RecvStream>, mut respond: SendResponse<Bytes>
         let _ = body.flow_control().release_capacity(d.len());
         got.extend_from_slice(&d);
     }
+    // /stream/N: as /bytes/N without a content-length.
+    let sized = !path.starts_with("/stream/");
     let out = match path.as_str() {
         "/reset" => {
             respond.send_reset(h2::Reason::INTERNAL_ERROR);
@@ -119,16 +122,20 @@ async fn handle(req: http::Request<RecvStream>, mut respond: SendResponse<Bytes>
             b"slow".to_vec()
         }
         "/info" | "/goaway" => info.into_bytes(),
-        p => match p.strip_prefix("/bytes/").and_then(|n| n.parse().ok()) {
+        p => match p
+            .strip_prefix("/bytes/")
+            .or_else(|| p.strip_prefix("/stream/"))
+            .and_then(|n| n.parse().ok())
+        {
             Some(n) => pattern(n),
             None => b"?".to_vec(),
         },
     };
-    let response = http::Response::builder()
-        .status(200)
-        .header("content-length", out.len())
-        .body(())
-        .unwrap();
+    let mut response = http::Response::builder().status(200);
+    if sized {
+        response = response.header("content-length", out.len());
+    }
+    let response = response.body(()).unwrap();
     let Ok(mut send) = respond.send_response(response, out.is_empty()) else {
         return;
     };
@@ -196,6 +203,9 @@ fn bodies_are_byte_exact_both_ways_over_one_connection() {
         assert_eq!(status, 200, "{v}");
         assert_eq!(body.len(), 1_500_000, "{v}");
         assert_eq!(sha256_hex(&body), expected, "{v}");
+        let (status, body) = fetch(&[v, &url(&h, "/stream/1500000")]);
+        assert_eq!(status, 200, "{v}");
+        assert_eq!(sha256_hex(&body), expected, "{v}");
         let data = format!("@{}", upload.display());
         let (status, body) = fetch(&[v, "--data-binary", &data, &url(&h, "/echo")]);
         assert_eq!(status, 200, "{v}");
@@ -208,10 +218,10 @@ fn bodies_are_byte_exact_both_ways_over_one_connection() {
             "{v}"
         );
     }
-    assert_eq!(origin.streams(), 6);
+    assert_eq!(origin.streams(), 8);
     assert_eq!(origin.connections(), 1);
     assert_eq!(h.stat("cluster.h2c.upstream_cx_total"), 1);
-    assert_eq!(h.stat("cluster.h2c.upstream_rq_2xx"), 6);
+    assert_eq!(h.stat("cluster.h2c.upstream_rq_2xx"), 8);
 }
 
 #[test]
