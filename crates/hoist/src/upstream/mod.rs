@@ -7,6 +7,7 @@ mod attempt;
 mod conn;
 pub mod forward;
 mod h2;
+mod h2_pool;
 mod hash_lb;
 pub mod hash_policy;
 mod headers;

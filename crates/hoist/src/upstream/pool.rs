@@ -63,7 +63,7 @@ pub struct WorkerCluster {
     active: RefCell<Vec<u32>>,
     idle: RefCell<Vec<Vec<Connection>>>,
     /// HTTP/2 clusters: the open multiplexed connections per endpoint.
-    pub(super) h2: RefCell<Vec<Vec<std::rc::Rc<super::h2::H2Conn>>>>,
+    pub(super) h2: RefCell<Vec<Vec<std::rc::Rc<super::h2_pool::H2Conn>>>>,
     /// Per endpoint: an HTTP/2 connection is being opened (others wait for it).
     pub(super) h2_connecting: RefCell<Vec<bool>>,
     /// Wakes the requests waiting for an HTTP/2 connection being opened.
