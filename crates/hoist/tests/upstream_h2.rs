@@ -467,7 +467,7 @@ fn tls_origins_by_alpn() {
 }
 
 #[test]
-fn max_requests_per_connection_and_route_timeout() {
+fn max_requests_per_connection_idle_timeout_and_route_timeout() {
     let dir = TempDir::new("upstream-h2-limits");
     let origin = H2Origin::start();
     let extra = r#"    typed_extension_protocol_options:
@@ -476,20 +476,22 @@ fn max_requests_per_connection_and_route_timeout() {
         common_http_protocol_options: {max_requests_per_connection: 2}
         explicit_http_config: {http2_protocol_options: {max_concurrent_streams: 4}}
 "#;
+    let idle = H2Origin::start();
+    let idle_extra = r#"    typed_extension_protocol_options:
+      envoy.extensions.upstreams.http.v3.HttpProtocolOptions:
+        "@type": type.googleapis.com/envoy.extensions.upstreams.http.v3.HttpProtocolOptions
+        common_http_protocol_options: {idle_timeout: 0.2s}
+        explicit_http_config: {http2_protocol_options: {}}
+"#;
     let routes = route(
         "{prefix: /late/}",
         "{cluster: h2c, prefix_rewrite: /, timeout: 0.05s}",
-    ) + &route("{prefix: /}", "{cluster: h2c}");
+    ) + &route("{prefix: /idle/}", "{cluster: idle, prefix_rewrite: /}")
+        + &route("{prefix: /}", "{cluster: h2c}");
     let log = dir.path("access.log");
-    let cfg = dir.write(
-        "hoist.yaml",
-        config(
-            &routes,
-            &cluster("h2c", &[(origin.port, 1)], extra),
-            &log,
-            None,
-        ),
-    );
+    let clusters = cluster("h2c", &[(origin.port, 1)], extra)
+        + &cluster("idle", &[(idle.port, 1)], idle_extra);
+    let cfg = dir.write("hoist.yaml", config(&routes, &clusters, &log, None));
     let h = Hoist::start(&cfg, &["--concurrency", "1"]);
     for _ in 0..4 {
         let (status, _) = fetch(&[&url(&h, "/info")]);
@@ -504,4 +506,12 @@ fn max_requests_per_connection_and_route_timeout() {
     assert_eq!(status, 504);
     assert_eq!(body, b"upstream request timeout");
     assert_eq!(h.stat("cluster.h2c.upstream_rq_timeout"), 1);
+    // A connection idle for longer than idle_timeout takes no new stream.
+    let (status, _) = fetch(&[&url(&h, "/idle/info")]);
+    assert_eq!(status, 200);
+    std::thread::sleep(Duration::from_millis(500));
+    let (status, _) = fetch(&[&url(&h, "/idle/info")]);
+    assert_eq!(status, 200);
+    assert_eq!(idle.connections(), 2);
+    assert_eq!(h.stat("cluster.idle.upstream_cx_idle_timeout"), 1);
 }
