@@ -4,14 +4,17 @@
 
 use std::net::IpAddr;
 
+use super::protocol_options::{
+    common_http_protocol_options, typed_extension_protocol_options, ConnectionLimits,
+};
 use super::tls::{tls_certificate, tls_params, validation_context};
 use crate::extension::{select, Kind, Slot};
 use crate::model::{
     CircuitBreakers, Cluster, DiscoveryType, DnsLookupFamily, Endpoint, HealthCheck,
     HttpHealthCheck, LbPolicy, OutlierDetection, RetryBudget, TlsParams, TlsVersion,
-    UpstreamTlsContext, DEFAULT_CONNECT_TIMEOUT, DEFAULT_MAGLEV_TABLE_SIZE, DEFAULT_MIN_RING_SIZE,
-    DEFAULT_OVERPROVISIONING_FACTOR, DEFAULT_UPSTREAM_IDLE_TIMEOUT, MAX_MAGLEV_TABLE_SIZE,
-    MAX_RING_SIZE,
+    UpstreamProtocol, UpstreamTlsContext, DEFAULT_CONNECT_TIMEOUT, DEFAULT_MAGLEV_TABLE_SIZE,
+    DEFAULT_MIN_RING_SIZE, DEFAULT_OVERPROVISIONING_FACTOR, DEFAULT_UPSTREAM_IDLE_TIMEOUT,
+    MAX_MAGLEV_TABLE_SIZE, MAX_RING_SIZE,
 };
 use crate::reader::{Message, Node, Result};
 
@@ -75,7 +78,6 @@ fn cluster(node: &Node) -> Result<Cluster> {
         "upstream_http_protocol_options",
         "http_protocol_options",
         "http2_protocol_options",
-        "typed_extension_protocol_options",
         "dns_refresh_rate",
         "dns_jitter",
         "dns_failure_refresh_rate",
@@ -148,27 +150,24 @@ fn cluster(node: &Node) -> Result<Cluster> {
         Some(2) => DnsLookupFamily::V6Only,
         _ => DnsLookupFamily::V4Preferred,
     };
-    let mut idle_timeout = Some(DEFAULT_UPSTREAM_IDLE_TIMEOUT);
-    let mut max_requests_per_connection = m
-        .opt_u32("max_requests_per_connection", 0..=u32::MAX)?
-        .filter(|n| *n > 0);
-    if let Some(n) = m.field("common_http_protocol_options")? {
-        let mut o = n.message()?;
-        o.unsupported(&[
-            "max_connection_duration",
-            "max_headers_count",
-            "max_response_headers_kb",
-            "max_stream_duration",
-            "headers_with_underscores_action",
-        ])?;
-        if let Some(d) = o.opt_duration("idle_timeout")? {
-            idle_timeout = (!d.is_zero()).then_some(d);
-        }
-        if let Some(max) = o.opt_u32("max_requests_per_connection", 0..=u32::MAX)? {
-            max_requests_per_connection = (max > 0).then_some(max);
-        }
-        o.finish()?;
+    let mut limits = ConnectionLimits {
+        idle_timeout: Some(DEFAULT_UPSTREAM_IDLE_TIMEOUT),
+        max_requests_per_connection: m
+            .opt_u32("max_requests_per_connection", 0..=u32::MAX)?
+            .filter(|n| *n > 0),
+    };
+    let common = m.field("common_http_protocol_options")?;
+    if let Some(n) = &common {
+        common_http_protocol_options(n, &mut limits)?;
     }
+    let protocol = match m.field("typed_extension_protocol_options")? {
+        Some(n) => typed_extension_protocol_options(&n, &mut limits, common.is_some())?,
+        None => UpstreamProtocol::Http1,
+    };
+    let ConnectionLimits {
+        idle_timeout,
+        max_requests_per_connection,
+    } = limits;
     let circuit_breakers = match m.field("circuit_breakers")? {
         Some(n) => circuit_breakers(&n)?,
         None => CircuitBreakers::default(),
@@ -203,6 +202,7 @@ fn cluster(node: &Node) -> Result<Cluster> {
         health_check,
         outlier_detection,
         tls,
+        protocol,
         yaml_path,
     })
 }

@@ -11,6 +11,7 @@ mod hcm;
 mod headers;
 mod http_filters;
 mod listener;
+mod protocol_options;
 mod rate_limit;
 mod route;
 mod route_match;

@@ -222,5 +222,41 @@ pub struct Cluster {
     pub outlier_detection: Option<OutlierDetection>,
     /// `transport_socket` with an UpstreamTlsContext; None is plain TCP.
     pub tls: Option<UpstreamTlsContext>,
+    /// `typed_extension_protocol_options["envoy.extensions.upstreams.http.v3.HttpProtocolOptions"]`:
+    /// the HTTP version spoken to the endpoints (HTTP/1.1 without it).
+    pub protocol: UpstreamProtocol,
     pub yaml_path: String,
+}
+
+/// The HTTP version toward a cluster's endpoints (Envoy's HttpProtocolOptions
+/// `upstream_protocol_options`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum UpstreamProtocol {
+    /// No protocol options, or `explicit_http_config.http_protocol_options`.
+    #[default]
+    Http1,
+    /// `explicit_http_config.http2_protocol_options`: HTTP/2 (h2c prior knowledge over plain
+    /// TCP, ALPN h2 over TLS).
+    Http2(UpstreamHttp2Options),
+    /// `auto_config`: over TLS, HTTP/2 when ALPN picks h2 and HTTP/1.1 otherwise (hoist offers
+    /// `h2,http/1.1`); over plain TCP, HTTP/1.1.
+    Auto(UpstreamHttp2Options),
+}
+
+/// `http2_protocol_options` toward an upstream (Envoy's defaults when unset).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct UpstreamHttp2Options {
+    pub max_concurrent_streams: u32,
+    pub initial_stream_window_size: u32,
+    pub initial_connection_window_size: u32,
+}
+
+impl Default for UpstreamHttp2Options {
+    fn default() -> Self {
+        UpstreamHttp2Options {
+            max_concurrent_streams: 2_147_483_647,
+            initial_stream_window_size: 268_435_456,
+            initial_connection_window_size: 268_435_456,
+        }
+    }
 }

@@ -6,6 +6,7 @@ use std::convert::Infallible;
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
+use hoist_config::model::UpstreamProtocol;
 use hoist_http::h1::{ClientError, RequestFraming};
 use hoist_http::ResponseHead;
 use http::HeaderMap;
@@ -39,9 +40,15 @@ pub enum Failure {
     RequestBody,
 }
 
+/// Where the response body is still to be read from.
+pub enum Upstream {
+    H1(Box<Connection>),
+    H2(super::h2::H2Body),
+}
+
 pub enum Attempt {
     Response {
-        conn: Box<Connection>,
+        conn: Upstream,
         response: ResponseHead,
         /// The body's length; Some(0) when it has none.
         length: Option<u64>,
@@ -78,6 +85,19 @@ pub async fn attempt<B: RequestBody>(
     idle: Option<Duration>,
     deadline: &mut Option<Instant>,
 ) -> Result<Attempt, B::Error> {
+    let h2 = match &cluster.info.protocol {
+        UpstreamProtocol::Http2(o) => Some(o),
+        UpstreamProtocol::Auto(o) if !cluster.speaks_http1(rq.endpoint()) => Some(o),
+        _ => None,
+    };
+    if let Some(o) = h2 {
+        let bounds = |sent_at| bounds(sent_at, timeout, per_try, idle, deadline);
+        // None: auto_config, and ALPN chose HTTP/1.1 (the connection waits in the pool).
+        let a = super::h2::attempt(cluster, rq, request, headers, body, o, timeout, bounds);
+        if let Some(a) = a.await? {
+            return Ok(a);
+        }
+    }
     let mut retried_stale = false;
     let (mut c, sent_at) = loop {
         let (mut c, reused) = match cluster.connection(rq, timeout).await {
@@ -123,6 +143,39 @@ pub async fn attempt<B: RequestBody>(
         }
         break (c, Instant::now());
     };
+    let (limit, on_expiry) = bounds(sent_at, timeout, per_try, idle, deadline);
+    let read = match limit {
+        Some(l) => tokio::time::timeout_at(l.into(), c.h1.read_head(request.is_head))
+            .await
+            .ok(),
+        None => Some(c.h1.read_head(request.is_head).await),
+    };
+    Ok(match read {
+        Some(Ok((response, length))) => Attempt::Response {
+            peer: peer_addr(&c),
+            conn: Upstream::H1(Box::new(c)),
+            response,
+            length,
+            sent_at,
+        },
+        None => failed(on_expiry, &c),
+        Some(Err(ClientError::Malformed(why))) => {
+            tracing::debug!("cluster {}: {why}", cluster.info.name);
+            failed(Failure::Malformed, &c)
+        }
+        Some(Err(_)) => failed(Failure::Reset, &c),
+    })
+}
+
+/// The bound on waiting for the response head of a try whose request was sent at `sent_at`,
+/// and what its expiry means. `deadline`: the route timeout's end, set by the first try.
+fn bounds(
+    sent_at: Instant,
+    timeout: Option<Duration>,
+    per_try: Option<Duration>,
+    idle: Option<Duration>,
+    deadline: &mut Option<Instant>,
+) -> (Option<Instant>, Failure) {
     // Envoy's route timeout starts when the downstream request is complete, once for all
     // tries; the per-try timeout starts with each try.
     if deadline.is_none() {
@@ -143,38 +196,18 @@ pub async fn attempt<B: RequestBody>(
             }
         }
     }
-    let (limit, on_expiry) = match bound {
+    match bound {
         Some((at, f)) => (Some(at), f),
         None => (None, Failure::GlobalTimeout),
-    };
-    let read = match limit {
-        Some(l) => tokio::time::timeout_at(l.into(), c.h1.read_head(request.is_head))
-            .await
-            .ok(),
-        None => Some(c.h1.read_head(request.is_head).await),
-    };
-    Ok(match read {
-        Some(Ok((response, length))) => Attempt::Response {
-            peer: peer_addr(&c),
-            conn: Box::new(c),
-            response,
-            length,
-            sent_at,
-        },
-        None => failed(on_expiry, &c),
-        Some(Err(ClientError::Malformed(why))) => {
-            tracing::debug!("cluster {}: {why}", cluster.info.name);
-            failed(Failure::Malformed, &c)
-        }
-        Some(Err(_)) => failed(Failure::Reset, &c),
-    })
+    }
 }
 
 fn failed(failure: Failure, c: &Connection) -> Attempt {
-    Attempt::Failed {
-        failure,
-        peer: peer_addr(c),
-    }
+    failed_at(failure, peer_addr(c))
+}
+
+pub fn failed_at(failure: Failure, peer: Option<SocketAddr>) -> Attempt {
+    Attempt::Failed { failure, peer }
 }
 
 pub fn peer_addr(c: &Connection) -> Option<SocketAddr> {

@@ -112,6 +112,17 @@ impl UpstreamStream {
         SpliceSource::new(tcp, ktls).ok()
     }
 
+    /// The protocol ALPN chose (None on plain TCP or without ALPN).
+    pub fn alpn(&self) -> Option<&[u8]> {
+        use hoist_tls::transport::Transport;
+        let info = match self {
+            UpstreamStream::Plain(_) => None,
+            UpstreamStream::Kernel(t) => t.tls_info(),
+            UpstreamStream::User(t) => t.tls_info(),
+        };
+        info.and_then(|i| i.alpn.as_deref())
+    }
+
     pub fn tcp(&self) -> &TcpStream {
         match self {
             UpstreamStream::Plain(t) => t,

@@ -15,7 +15,7 @@ use hoist_http::{Body, RequestHead, ResponseFlags, ResponseHead};
 use http::header::{self, HeaderValue};
 use tokio::sync::oneshot;
 
-use super::attempt::{attempt, Attempt, Failure, Request};
+use super::attempt::{attempt, Attempt, Failure, Request, Upstream};
 use super::conn::ConnectError;
 use super::headers::{request_framing, rewrite_request, strip_hop_by_hop, upstream_headers};
 use super::pool::{ActiveRequest, Connection, PickError, WorkerCluster, WorkerClusters};
@@ -291,7 +291,7 @@ fn finish<B>(
             length,
             sent_at,
             peer,
-        } => (*conn, response, length, sent_at, peer),
+        } => (conn, response, length, sent_at, peer),
         Attempt::Failed { failure, peer } => {
             let timeout = matches!(failure, Failure::GlobalTimeout | Failure::PerTryTimeout);
             rq.outcome(None, timeout);
@@ -358,29 +358,40 @@ fn finish<B>(
     if let Ok(v) = HeaderValue::from_str(&service_time) {
         response.headers.insert("x-envoy-upstream-service-time", v);
     }
-    let body = if length == Some(0) {
-        // Nothing to stream: the connection is ready for the next request now.
-        drop(rq);
-        cluster.release(upstream);
-        Body::Empty
-    } else {
-        let mut upstream = upstream;
-        let (tx, stream) = StreamBody::channel(length);
-        let splice = if is_head {
-            None
-        } else {
-            offer_splice(&mut upstream, &stream, deadline)
-        };
-        tokio::task::spawn_local(pump(
-            upstream,
-            cluster.clone(),
-            rq,
-            tx,
-            deadline,
-            idle,
-            splice,
-        ));
-        Body::Stream(stream)
+    let body = match upstream {
+        Upstream::H1(upstream) if length == Some(0) => {
+            // Nothing to stream: the connection is ready for the next request now.
+            drop(rq);
+            cluster.release(*upstream);
+            Body::Empty
+        }
+        Upstream::H1(upstream) => {
+            let mut upstream = *upstream;
+            let (tx, stream) = StreamBody::channel(length);
+            let splice = if is_head {
+                None
+            } else {
+                offer_splice(&mut upstream, &stream, deadline)
+            };
+            tokio::task::spawn_local(pump(
+                upstream,
+                cluster.clone(),
+                rq,
+                tx,
+                deadline,
+                idle,
+                splice,
+            ));
+            Body::Stream(stream)
+        }
+        // Dropping the body ends the stream (a reset if the upstream still sends).
+        Upstream::H2(_) if length == Some(0) => Body::Empty,
+        // No splice: HTTP/2 frames the body.
+        Upstream::H2(h2) => {
+            let (tx, stream) = StreamBody::channel(length);
+            tokio::task::spawn_local(super::h2::pump(h2, cluster.clone(), rq, tx, deadline, idle));
+            Body::Stream(stream)
+        }
     };
     Forwarded {
         head: response,

@@ -11,7 +11,7 @@ use bytes::Bytes;
 use hoist_config::model::ForwardAction;
 use http::header::{self, HeaderMap, HeaderValue};
 
-use super::attempt::{attempt, Attempt, Failure, NoBody, Request};
+use super::attempt::{attempt, Attempt, Failure, NoBody, Request, Upstream};
 use super::forward::Source;
 use super::pool::{WorkerCluster, WorkerClusters};
 
@@ -116,25 +116,39 @@ async fn shadow(
             if let Some(s) = &cluster.stats {
                 s.response(response.status);
             }
-            let mut conn = *conn;
-            if length != Some(0) {
-                loop {
-                    let piece = match deadline {
-                        Some(d) => tokio::time::timeout_at(d.into(), conn.h1.read_body_piece())
-                            .await
-                            .ok(),
-                        None => Some(conn.h1.read_body_piece().await),
-                    };
-                    match piece {
-                        Some(Ok(Some(_))) => continue,
-                        Some(Ok(None)) => break,
-                        // A broken or late shadow answer: the connection is not reusable.
-                        _ => return,
+            match conn {
+                Upstream::H1(conn) => {
+                    let mut conn = *conn;
+                    if length != Some(0) {
+                        loop {
+                            let piece = match deadline {
+                                Some(d) => {
+                                    tokio::time::timeout_at(d.into(), conn.h1.read_body_piece())
+                                        .await
+                                        .ok()
+                                }
+                                None => Some(conn.h1.read_body_piece().await),
+                            };
+                            match piece {
+                                Some(Ok(Some(_))) => continue,
+                                Some(Ok(None)) => break,
+                                // A broken or late shadow answer: the connection is not reusable.
+                                _ => return,
+                            }
+                        }
+                    }
+                    drop(rq);
+                    cluster.release(conn);
+                }
+                Upstream::H2(mut body) if length != Some(0) => {
+                    while let Some(Some(Ok(piece))) =
+                        super::h2::next_piece(&mut body, deadline).await
+                    {
+                        body.release(piece.len());
                     }
                 }
+                Upstream::H2(_) => {}
             }
-            drop(rq);
-            cluster.release(conn);
         }
         Attempt::Failed { failure, .. } => {
             let timeout = matches!(failure, Failure::GlobalTimeout | Failure::PerTryTimeout);

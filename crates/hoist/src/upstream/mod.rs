@@ -6,6 +6,8 @@
 mod attempt;
 mod conn;
 pub mod forward;
+mod h2;
+mod h2_pool;
 mod hash_lb;
 pub mod hash_policy;
 mod headers;
@@ -26,7 +28,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use hoist_config::model::{
-    CircuitBreakers, Cluster, DiscoveryType, DnsLookupFamily, HealthCheck, LbPolicy, TlsOffloadMode,
+    CircuitBreakers, Cluster, DiscoveryType, DnsLookupFamily, HealthCheck, LbPolicy,
+    TlsOffloadMode, UpstreamProtocol,
 };
 use hoist_config::ConfigError;
 use hoist_stats::Store;
@@ -164,6 +167,9 @@ pub struct ClusterInfo {
     pub overprovisioning_factor: u32,
     /// RING_HASH's ring or MAGLEV's table, shared by the workers.
     pub hash_table: Option<hash_lb::HashTable>,
+    /// The HTTP version spoken to the endpoints; `Auto` is resolved at load (see
+    /// [`upstream_protocol`]).
+    pub protocol: UpstreamProtocol,
 }
 
 impl ClusterInfo {
@@ -209,12 +215,27 @@ impl ClusterManager {
         };
         for c in clusters {
             let first = c.endpoints.first().map_or("", |e| e.host.as_str());
+            let protocol = upstream_protocol(c);
             let tls = c
                 .tls
                 .as_ref()
                 .map(|t| {
                     UpstreamTls::new(t, first).map(|mut u| {
                         u.offload_mode = offload_mode;
+                        // Envoy offers h2 over TLS to an HTTP/2 cluster whose context names
+                        // no protocols, and h2 then http/1.1 for auto_config whatever the
+                        // context says.
+                        let alpn: &[&[u8]] = match protocol {
+                            UpstreamProtocol::Http2(_) if u.config.alpn_protocols.is_empty() => {
+                                &[b"h2"]
+                            }
+                            UpstreamProtocol::Auto(_) => &[b"h2", b"http/1.1"],
+                            _ => &[],
+                        };
+                        if !alpn.is_empty() {
+                            std::sync::Arc::make_mut(&mut u.config).alpn_protocols =
+                                alpn.iter().map(|p| p.to_vec()).collect();
+                        }
                         u
                     })
                 })
@@ -275,6 +296,7 @@ impl ClusterManager {
                     .unwrap_or(1),
                 overprovisioning_factor: c.overprovisioning_factor,
                 hash_table,
+                protocol,
                 outlier: c
                     .outlier_detection
                     .map(|o| outlier::Detector::new(o, c.endpoints.len(), Some(stats), &c.name)),
@@ -375,6 +397,15 @@ impl ClusterManager {
     }
 }
 
+/// The protocol a cluster's connections speak: auto_config over plain TCP is HTTP/1.1 (no ALPN
+/// to ask with); over TLS it stays `Auto`, decided per connection by ALPN (h2.rs).
+fn upstream_protocol(c: &Cluster) -> UpstreamProtocol {
+    match c.protocol {
+        UpstreamProtocol::Auto(_) if c.tls.is_none() => UpstreamProtocol::Http1,
+        p => p,
+    }
+}
+
 /// Envoy's admin HostHealthStatus: the EDS status and each failed check.
 fn health_status(e: &EndpointInfo) -> serde_json::Value {
     let mut v = serde_json::json!({"eds_health_status": "HEALTHY"});
@@ -422,6 +453,7 @@ pub(crate) mod testing {
             tls: None,
             outlier: None,
             hash_table: None,
+            protocol: UpstreamProtocol::Http1,
             priorities: 1,
             overprovisioning_factor: 140,
         }

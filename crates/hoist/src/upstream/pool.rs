@@ -36,6 +36,10 @@ impl WorkerClusters {
                     lb: RefCell::new(LbState::new(info)),
                     active: RefCell::new(vec![0; info.endpoints.len()]),
                     idle: RefCell::new((0..info.endpoints.len()).map(|_| Vec::new()).collect()),
+                    h2: RefCell::new((0..info.endpoints.len()).map(|_| Vec::new()).collect()),
+                    h2_connecting: RefCell::new(vec![false; info.endpoints.len()]),
+                    alpn_http1: RefCell::new(vec![false; info.endpoints.len()]),
+                    h2_opened: Notify::new(),
                     info: info.clone(),
                     stats,
                     released: Notify::new(),
@@ -58,9 +62,17 @@ pub struct WorkerCluster {
     /// Requests in flight per endpoint (least request reads them).
     active: RefCell<Vec<u32>>,
     idle: RefCell<Vec<Vec<Connection>>>,
+    /// HTTP/2 clusters: the open multiplexed connections per endpoint.
+    pub(super) h2: RefCell<Vec<Vec<std::rc::Rc<super::h2_pool::H2Conn>>>>,
+    /// Per endpoint: an HTTP/2 connection is being opened (others wait for it).
+    pub(super) h2_connecting: RefCell<Vec<bool>>,
+    /// Wakes the requests waiting for an HTTP/2 connection being opened.
+    pub(super) h2_opened: Notify,
+    /// auto_config: per endpoint, ALPN chose HTTP/1.1 (its requests take the HTTP/1.1 pool).
+    alpn_http1: RefCell<Vec<bool>>,
     /// Wakes requests waiting for a connection (max_connections reached) when one is
     /// released or closed on this worker.
-    released: Notify,
+    pub(super) released: Notify,
 }
 
 /// An open upstream connection; `upstream_cx_active` counts it until it is dropped.
@@ -298,6 +310,37 @@ impl WorkerCluster {
                 self.released.notify_one();
             }
         }
+    }
+}
+
+impl WorkerCluster {
+    /// auto_config: whether `endpoint` answered ALPN with HTTP/1.1.
+    pub fn speaks_http1(&self, endpoint: usize) -> bool {
+        self.alpn_http1
+            .borrow()
+            .get(endpoint)
+            .copied()
+            .unwrap_or(false)
+    }
+
+    /// auto_config: a new connection (already counted as open) on which ALPN chose HTTP/1.1
+    /// joins the endpoint's idle HTTP/1.1 pool, and the endpoint is spoken to in HTTP/1.1
+    /// from now on (Envoy's mixed pool keeps the protocol it learnt).
+    pub(super) fn adopt_http1(self: &Rc<Self>, endpoint: usize, stream: UpstreamStream) {
+        if let Some(flag) = self.alpn_http1.borrow_mut().get_mut(endpoint) {
+            *flag = true;
+        }
+        let c = Connection {
+            h1: UpstreamH1::new(stream),
+            cluster: self.clone(),
+            endpoint,
+            requests: 0,
+            idle_since: Instant::now(),
+        };
+        if let Some(list) = self.idle.borrow_mut().get_mut(endpoint) {
+            list.push(c);
+        }
+        self.released.notify_one();
     }
 }
 
