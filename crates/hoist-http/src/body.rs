@@ -106,7 +106,12 @@ pub type StreamSender = mpsc::Sender<io::Result<Bytes>>;
 
 impl StreamBody {
     pub fn channel(length: Option<u64>) -> (StreamSender, StreamBody) {
-        let (tx, rx) = mpsc::channel(STREAM_CHANNEL_PIECES);
+        Self::channel_with(length, STREAM_CHANNEL_PIECES)
+    }
+
+    /// A channel holding at most `pieces` pieces (at least one) before the producer waits.
+    pub fn channel_with(length: Option<u64>, pieces: usize) -> (StreamSender, StreamBody) {
+        let (tx, rx) = mpsc::channel(pieces.max(1));
         let body = StreamBody {
             length,
             receiver: Arc::new(Mutex::new(Some(rx))),
@@ -177,5 +182,20 @@ mod tests {
         assert_eq!(rx.recv().await.unwrap().unwrap(), Bytes::from_static(b"x"));
         let (_, unknown) = StreamBody::channel(None);
         assert!(!Body::Stream(unknown).is_empty());
+    }
+
+    #[test]
+    fn a_channel_holds_the_pieces_it_was_given_and_at_least_one() {
+        for (asked, held) in [(0, 1), (1, 1), (16, 16)] {
+            let (tx, body) = StreamBody::channel_with(None, asked);
+            let _rx = body.take().unwrap();
+            for _ in 0..held {
+                tx.try_send(Ok(Bytes::from_static(b"x"))).unwrap();
+            }
+            assert!(
+                tx.try_send(Ok(Bytes::from_static(b"x"))).is_err(),
+                "{asked}"
+            );
+        }
     }
 }

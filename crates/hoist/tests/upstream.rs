@@ -338,7 +338,12 @@ fn hundred_megabytes_both_ways_through_http1_and_http2_with_bounded_memory() {
         "hoist.yaml",
         config(
             &route("{prefix: /}", "{cluster: web}"),
-            &cluster("web", &[(a.port, 1)], ""),
+            // One 64 KiB piece may wait between the upstream and the client.
+            &cluster(
+                "web",
+                &[(a.port, 1)],
+                "    per_connection_buffer_limit_bytes: 65536\n",
+            ),
             &log,
             Some(&cert),
         ),

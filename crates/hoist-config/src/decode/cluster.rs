@@ -68,7 +68,6 @@ fn cluster(node: &Node) -> Result<Cluster> {
         "transport_socket_matches",
         "cluster_type",
         "eds_cluster_config",
-        "per_connection_buffer_limit_bytes",
         "lb_subset_config",
         "original_dst_lb_config",
         "least_request_lb_config",
@@ -120,6 +119,11 @@ fn cluster(node: &Node) -> Result<Cluster> {
             }
         },
     };
+    let per_connection_buffer_limit_bytes = m.u32(
+        "per_connection_buffer_limit_bytes",
+        super::listener::DEFAULT_BUFFER_LIMIT,
+        0..=u32::MAX,
+    )?;
     let connect_timeout = match m.opt_duration("connect_timeout")? {
         Some(d) if d.is_zero() => return Err(m.error("connect_timeout must be greater than 0s")),
         Some(d) => d,
@@ -192,6 +196,7 @@ fn cluster(node: &Node) -> Result<Cluster> {
         name,
         discovery,
         connect_timeout,
+        per_connection_buffer_limit_bytes,
         dns_lookup_family,
         endpoints,
         overprovisioning_factor,
@@ -760,12 +765,32 @@ mod tests {
     }
 
     #[test]
+    fn per_connection_buffer_limit_bytes_is_read() {
+        let c = decode(
+            json!([{"name": "c", "per_connection_buffer_limit_bytes": 65536,
+            "load_assignment": endpoint("127.0.0.1", 80)}]),
+        )
+        .unwrap();
+        assert_eq!(c[0].per_connection_buffer_limit_bytes, 65536);
+        let e = decode(
+            json!([{"name": "c", "per_connection_buffer_limit_bytes": -1,
+            "load_assignment": endpoint("127.0.0.1", 80)}]),
+        )
+        .unwrap_err();
+        assert!(
+            e.to_string().contains("per_connection_buffer_limit_bytes"),
+            "{e}"
+        );
+    }
+
+    #[test]
     fn a_static_cluster_with_defaults() {
         let c = decode(json!([{"name": "jwks", "load_assignment": endpoint("127.0.0.1", 8443)}]))
             .unwrap();
         assert_eq!(c[0].name, "jwks");
         assert_eq!(c[0].discovery, DiscoveryType::Static);
         assert_eq!(c[0].connect_timeout, DEFAULT_CONNECT_TIMEOUT);
+        assert_eq!(c[0].per_connection_buffer_limit_bytes, 1024 * 1024);
         assert_eq!(
             c[0].endpoints,
             vec![Endpoint {

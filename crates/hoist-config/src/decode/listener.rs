@@ -39,7 +39,7 @@ const TLS_INSPECTOR: Kind = Kind {
 };
 
 /// The default of `per_connection_buffer_limit_bytes`.
-const DEFAULT_BUFFER_LIMIT: u32 = 1024 * 1024;
+pub(crate) const DEFAULT_BUFFER_LIMIT: u32 = 1024 * 1024;
 
 pub(crate) fn listener(node: &Node, index: usize) -> Result<Listener> {
     let mut m = node.message()?;

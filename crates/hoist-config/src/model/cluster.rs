@@ -204,6 +204,9 @@ pub struct Cluster {
     pub name: String,
     pub discovery: DiscoveryType,
     pub connect_timeout: Duration,
+    /// `per_connection_buffer_limit_bytes` (default 1 MiB): how much of a response body may
+    /// wait between the upstream connection and the downstream writer.
+    pub per_connection_buffer_limit_bytes: u32,
     pub dns_lookup_family: DnsLookupFamily,
     /// In configuration order (filters that need one endpoint take the first).
     pub endpoints: Vec<Endpoint>,

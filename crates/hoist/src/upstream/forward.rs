@@ -367,7 +367,7 @@ fn finish<B>(
         }
         Upstream::H1(upstream) => {
             let mut upstream = *upstream;
-            let (tx, stream) = StreamBody::channel(length);
+            let (tx, stream) = StreamBody::channel_with(length, cluster.info.body_pieces);
             let splice = if is_head {
                 None
             } else {
@@ -388,7 +388,7 @@ fn finish<B>(
         Upstream::H2(_) if length == Some(0) => Body::Empty,
         // No splice: HTTP/2 frames the body.
         Upstream::H2(h2) => {
-            let (tx, stream) = StreamBody::channel(length);
+            let (tx, stream) = StreamBody::channel_with(length, cluster.info.body_pieces);
             tokio::task::spawn_local(super::h2::pump(h2, cluster.clone(), rq, tx, deadline, idle));
             Body::Stream(stream)
         }

@@ -143,9 +143,21 @@ impl HostStats {
     }
 }
 
+/// The largest piece of a response body the upstream codecs hand on at once (the HTTP/1.1
+/// client's read size; HTTP/2 DATA frames are smaller).
+pub const BODY_PIECE: u32 = 64 * 1024;
+
+/// `per_connection_buffer_limit_bytes` as a number of body pieces, rounded up, at least one.
+pub fn body_pieces(limit: u32) -> usize {
+    limit.div_ceil(BODY_PIECE).max(1) as usize
+}
+
 /// A cluster compiled once at load.
 pub struct ClusterInfo {
     pub name: String,
+    /// How many body pieces may wait between the upstream connection and the downstream writer:
+    /// `per_connection_buffer_limit_bytes` in pieces of at most [`BODY_PIECE`] (at least one).
+    pub body_pieces: usize,
     pub endpoints: Vec<EndpointInfo>,
     pub lb_policy: LbPolicy,
     pub connect_timeout: Duration,
@@ -277,6 +289,7 @@ impl ClusterManager {
             out.by_name.insert(c.name.clone(), out.clusters.len());
             out.clusters.push(Arc::new(ClusterInfo {
                 name: c.name.clone(),
+                body_pieces: body_pieces(c.per_connection_buffer_limit_bytes),
                 endpoints,
                 lb_policy: c.lb_policy,
                 connect_timeout: c.connect_timeout,
@@ -426,6 +439,7 @@ pub(crate) mod testing {
     /// A STATIC cluster over 127.0.0.1 with one endpoint per weight, for unit tests.
     pub fn cluster(policy: LbPolicy, weights: &[u32]) -> ClusterInfo {
         ClusterInfo {
+            body_pieces: 1,
             name: "c".into(),
             endpoints: weights
                 .iter()
@@ -457,5 +471,20 @@ pub(crate) mod testing {
             priorities: 1,
             overprovisioning_factor: 140,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_buffer_limit_becomes_whole_pieces_and_at_least_one() {
+        assert_eq!(body_pieces(0), 1);
+        assert_eq!(body_pieces(1), 1);
+        assert_eq!(body_pieces(BODY_PIECE), 1);
+        assert_eq!(body_pieces(BODY_PIECE + 1), 2);
+        assert_eq!(body_pieces(1024 * 1024), 16);
+        assert_eq!(body_pieces(u32::MAX), 65536);
     }
 }
