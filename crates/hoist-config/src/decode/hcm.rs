@@ -197,25 +197,28 @@ fn http1_options(node: &Node) -> Result<()> {
     m.finish()
 }
 
+/// Http2ProtocolOptions fields hoist does not implement, downstream and upstream alike.
+pub(crate) const HTTP2_UNSUPPORTED: &[&str] = &[
+    "hpack_table_size",
+    "allow_connect",
+    "allow_metadata",
+    "max_outbound_frames",
+    "max_outbound_control_frames",
+    "max_consecutive_inbound_frames_with_empty_payload",
+    "max_inbound_priority_frames_per_stream",
+    "max_inbound_window_update_frames_per_data_frame_sent",
+    "stream_error_on_invalid_http_messaging",
+    "override_stream_error_on_invalid_http_message",
+    "custom_settings_parameters",
+    "connection_keepalive",
+    "use_oghttp2_codec",
+    "max_metadata_size",
+    "enable_huffman_encoding",
+];
+
 fn http2_options(node: &Node) -> Result<Http2Options> {
     let mut m = node.message()?;
-    m.unsupported(&[
-        "hpack_table_size",
-        "allow_connect",
-        "allow_metadata",
-        "max_outbound_frames",
-        "max_outbound_control_frames",
-        "max_consecutive_inbound_frames_with_empty_payload",
-        "max_inbound_priority_frames_per_stream",
-        "max_inbound_window_update_frames_per_data_frame_sent",
-        "stream_error_on_invalid_http_messaging",
-        "override_stream_error_on_invalid_http_message",
-        "custom_settings_parameters",
-        "connection_keepalive",
-        "use_oghttp2_codec",
-        "max_metadata_size",
-        "enable_huffman_encoding",
-    ])?;
+    m.unsupported(HTTP2_UNSUPPORTED)?;
     let defaults = Http2Options::default();
     let options = Http2Options {
         max_concurrent_streams: m.u32(

@@ -148,23 +148,7 @@ const MAX_WINDOW: u32 = 2_147_483_647;
 
 fn http2_protocol_options(node: &Node) -> Result<UpstreamHttp2Options> {
     let mut m = node.message()?;
-    m.unsupported(&[
-        "hpack_table_size",
-        "allow_connect",
-        "allow_metadata",
-        "max_outbound_frames",
-        "max_outbound_control_frames",
-        "max_consecutive_inbound_frames_with_empty_payload",
-        "max_inbound_priority_frames_per_stream",
-        "max_inbound_window_update_frames_per_data_frame_sent",
-        "stream_error_on_invalid_http_messaging",
-        "override_stream_error_on_invalid_http_message",
-        "custom_settings_parameters",
-        "connection_keepalive",
-        "use_oghttp2_codec",
-        "max_metadata_size",
-        "enable_huffman_encoding",
-    ])?;
+    m.unsupported(super::hcm::HTTP2_UNSUPPORTED)?;
     let d = UpstreamHttp2Options::default();
     let o = UpstreamHttp2Options {
         max_concurrent_streams: m.u32(
