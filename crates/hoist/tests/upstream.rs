@@ -586,6 +586,23 @@ fn circuit_breakers_overflow_with_503_uo() {
     assert_eq!((first.0, status), (200, 200), "{body}");
     assert_eq!(h.stat("cluster.queue.upstream_cx_total"), 1);
     assert_eq!(h.stat("cluster.queue.upstream_cx_overflow"), 1);
+
+    // While it waits, the second request is counted in upstream_rq_pending_active.
+    let slow = url(&h, "/queue/delay?ms=1500");
+    let first = std::thread::spawn(move || curl(&[&slow]).status.success());
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while h.stat("cluster.queue.upstream_rq_active") == 0 {
+        assert!(Instant::now() < deadline, "the slow request never started");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let queued = url(&h, "/queue/echo");
+    let second = std::thread::spawn(move || curl(&[&queued]).status.success());
+    while h.stat("cluster.queue.upstream_rq_pending_active") == 0 {
+        assert!(Instant::now() < deadline, "the second request never waited");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert!(first.join().unwrap() && second.join().unwrap());
+    assert_eq!(h.stat("cluster.queue.upstream_rq_pending_active"), 0);
 }
 
 #[test]

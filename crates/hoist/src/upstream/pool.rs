@@ -147,12 +147,25 @@ pub enum PickError {
     Overflow,
 }
 
-/// Holds a pending request's place (max_pending_requests) while it waits for a connection.
-struct Pending<'a>(&'a Resources);
+/// Holds a pending request's place (max_pending_requests) while it waits for a connection,
+/// and counts it in upstream_rq_pending_active.
+struct Pending<'a>(&'a Resources, Option<&'a ClusterStats>);
+
+impl<'a> Pending<'a> {
+    fn new(res: &'a Resources, stats: Option<&'a ClusterStats>) -> Pending<'a> {
+        if let Some(s) = stats {
+            s.upstream_rq_pending_active.inc();
+        }
+        Pending(res, stats)
+    }
+}
 
 impl Drop for Pending<'_> {
     fn drop(&mut self) {
         Resources::release(&self.0.pending);
+        if let Some(s) = self.1 {
+            s.upstream_rq_pending_active.dec();
+        }
     }
 }
 
@@ -230,7 +243,7 @@ impl WorkerCluster {
                     }
                     return Err(ConnectError::Overflow);
                 }
-                pending = Some(Pending(res));
+                pending = Some(Pending::new(res, self.stats.as_ref()));
             }
             let notified = self.released.notified();
             let woke = match give_up {

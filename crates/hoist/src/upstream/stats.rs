@@ -15,6 +15,8 @@ pub struct ClusterStats {
     pub upstream_cx_connect_timeout: WorkerCounter,
     pub upstream_rq_total: WorkerCounter,
     pub upstream_rq_active: WorkerGauge,
+    /// Requests waiting for a connection (max_connections reached, max_pending_requests not).
+    pub upstream_rq_pending_active: WorkerGauge,
     pub upstream_rq_2xx: WorkerCounter,
     pub upstream_rq_3xx: WorkerCounter,
     pub upstream_rq_4xx: WorkerCounter,
@@ -76,7 +78,11 @@ pub fn register(store: &Arc<Store>, c: &Cluster) {
             store.counter(&format!("{scope}{name}"));
         }
     }
-    for name in ["upstream_cx_active", "upstream_rq_active"] {
+    for name in [
+        "upstream_cx_active",
+        "upstream_rq_active",
+        "upstream_rq_pending_active",
+    ] {
         store.gauge(&format!("{scope}{name}"), ImportMode::Accumulate);
     }
     let main = store.main_slot();
@@ -106,6 +112,7 @@ impl ClusterStats {
             upstream_cx_connect_timeout: c("upstream_cx_connect_timeout"),
             upstream_rq_total: c("upstream_rq_total"),
             upstream_rq_active: g("upstream_rq_active"),
+            upstream_rq_pending_active: g("upstream_rq_pending_active"),
             upstream_rq_2xx: c("upstream_rq_2xx"),
             upstream_rq_3xx: c("upstream_rq_3xx"),
             upstream_rq_4xx: c("upstream_rq_4xx"),
