@@ -520,6 +520,15 @@ fn max_requests_per_connection_and_idle_timeout_retire_connections() {
     assert_eq!(h.stat("cluster.idle.upstream_cx_idle_timeout"), 1);
 }
 
+/// Waits (at most 30 s) until the stat `name` is not zero.
+fn wait_nonzero(h: &Hoist, name: &str) {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while h.stat(name) == 0 {
+        assert!(Instant::now() < deadline, "{name} stayed 0");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
 /// Starts a slow request in the background, then sends `path` once the slow one is in flight
 /// at the origin (`cluster`'s upstream_rq_active is 1).
 fn while_busy(h: &Hoist, cluster: &str, busy: &str, path: &str) -> ((u16, String), Reply) {
@@ -530,12 +539,7 @@ fn while_busy(h: &Hoist, cluster: &str, busy: &str, path: &str) -> ((u16, String
         let (body, code) = text.rsplit_once('\n').unwrap();
         (code.parse().unwrap(), body.to_owned())
     });
-    let stat = format!("cluster.{cluster}.upstream_rq_active");
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while h.stat(&stat) == 0 {
-        assert!(Instant::now() < deadline, "the slow request never started");
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    wait_nonzero(h, &format!("cluster.{cluster}.upstream_rq_active"));
     let second = get(h, path);
     (first.join().unwrap(), second)
 }
@@ -590,17 +594,10 @@ fn circuit_breakers_overflow_with_503_uo() {
     // While it waits, the second request is counted in upstream_rq_pending_active.
     let slow = url(&h, "/queue/delay?ms=1500");
     let first = std::thread::spawn(move || curl(&[&slow]).status.success());
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while h.stat("cluster.queue.upstream_rq_active") == 0 {
-        assert!(Instant::now() < deadline, "the slow request never started");
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    wait_nonzero(&h, "cluster.queue.upstream_rq_active");
     let queued = url(&h, "/queue/echo");
     let second = std::thread::spawn(move || curl(&[&queued]).status.success());
-    while h.stat("cluster.queue.upstream_rq_pending_active") == 0 {
-        assert!(Instant::now() < deadline, "the second request never waited");
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    wait_nonzero(&h, "cluster.queue.upstream_rq_pending_active");
     assert!(first.join().unwrap() && second.join().unwrap());
     assert_eq!(h.stat("cluster.queue.upstream_rq_pending_active"), 0);
 }
