@@ -178,8 +178,9 @@ fn common_options(node: &Node) -> Result<(Option<Duration>, u32)> {
     Ok((idle, max_headers))
 }
 
-/// `http_protocol_options`: hoist's HTTP/1.1 has no knobs yet, so only the empty message passes.
-fn http1_options(node: &Node) -> Result<()> {
+/// `http_protocol_options` (downstream and upstream): hoist's HTTP/1.1 has no knobs yet, so only
+/// the empty message passes.
+pub(crate) fn http1_options(node: &Node) -> Result<()> {
     let mut m = node.message()?;
     m.unsupported(&[
         "allow_absolute_url",

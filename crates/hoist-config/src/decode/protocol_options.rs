@@ -99,7 +99,7 @@ fn explicit_http_config(node: &Node) -> Result<UpstreamProtocol> {
             &m.required("http2_protocol_options")?,
         )?),
         _ => {
-            http1_protocol_options(&m.required("http_protocol_options")?)?;
+            super::hcm::http1_options(&m.required("http_protocol_options")?)?;
             UpstreamProtocol::Http1
         }
     };
@@ -114,7 +114,7 @@ fn auto_config(node: &Node) -> Result<UpstreamHttp2Options> {
         "alternate_protocols_cache_options",
     ])?;
     if let Some(n) = m.field("http_protocol_options")? {
-        http1_protocol_options(&n)?;
+        super::hcm::http1_options(&n)?;
     }
     let h2 = match m.field("http2_protocol_options")? {
         Some(n) => http2_protocol_options(&n)?,
@@ -122,25 +122,6 @@ fn auto_config(node: &Node) -> Result<UpstreamHttp2Options> {
     };
     m.finish()?;
     Ok(h2)
-}
-
-/// Http1ProtocolOptions: hoist's HTTP/1.1 client has no knobs, so only `{}`.
-fn http1_protocol_options(node: &Node) -> Result<()> {
-    let mut m = node.message()?;
-    m.unsupported(&[
-        "allow_absolute_url",
-        "accept_http_10",
-        "default_host_for_http_10",
-        "header_key_format",
-        "enable_trailers",
-        "allow_chunked_length",
-        "override_stream_error_on_invalid_http_message",
-        "send_fully_qualified_url",
-        "use_balsa_parser",
-        "allow_custom_methods",
-        "ignore_http_11_upgrade",
-    ])?;
-    m.finish()
 }
 
 /// The largest window and stream count Envoy allows (2^31 - 1).
