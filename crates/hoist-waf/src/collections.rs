@@ -183,12 +183,12 @@ impl Transaction {
         match var {
             VarName::Tx => {
                 match &target.selector {
+                    // Folded at parse time (see `variables::parse_selector`).
                     Selector::Key(k) => {
-                        let k = k.to_ascii_lowercase();
-                        if let Some(v) = self.tx.get(&k) {
+                        if let Some((k, v)) = self.tx.get_key_value(k.as_str()) {
                             out.push(Item {
                                 var,
-                                key: Cow::Owned(k),
+                                key: Cow::Borrowed(k.as_str()),
                                 value: Cow::Borrowed(v),
                                 slot: None,
                             });

@@ -84,6 +84,9 @@ impl Transaction {
             }
             return true;
         }
+        if !self.gate_open(rule) {
+            return false;
+        }
         let mut exclusions: SmallVec<[&Exclusion; 8]> = rule.targets.exclusions.iter().collect();
         for removed in &self.removed_targets {
             match removed {
@@ -107,7 +110,7 @@ impl Transaction {
         let rules = &self.rules;
         let prefilter = rule
             .prefilter_slot
-            .and_then(|slot| Some((slot, rules.prefilter(rule.chain)?)));
+            .and_then(|slot| Some((slot, rules.prefilter()?)));
         for item in &items {
             let hit;
             let value: Cow<'_, [u8]>;

@@ -21,6 +21,7 @@ mod collections;
 mod decode;
 pub mod error;
 mod eval;
+mod gates;
 mod log;
 pub mod macros;
 pub mod operators;

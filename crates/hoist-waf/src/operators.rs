@@ -44,6 +44,9 @@ impl Pattern {
         match self {
             Pattern::Bytes(re) => match captures {
                 None => re.is_match(input),
+                // Captures need the slower capturing engine: only run it on a match, which
+                // the lazy DFA decides first (most values do not match).
+                Some(_) if !re.is_match(input) => false,
                 Some(out) => match re.captures(input) {
                     None => false,
                     Some(c) => {
@@ -121,7 +124,8 @@ fn braced_hex_to_bytes(pattern: &str) -> String {
 #[derive(Debug)]
 pub enum Operator {
     Rx(Pattern),
-    Pm(AhoCorasick),
+    /// The automaton, and the phrases it was built from (the prefilter adds them to its own).
+    Pm(AhoCorasick, Vec<Vec<u8>>),
     StrEq(Macro),
     Eq(Macro),
     Ge(Macro),
@@ -161,7 +165,7 @@ impl Operator {
         let m = || Macro::parse(arg);
         let op = match name.to_ascii_lowercase().as_str() {
             "rx" => Operator::Rx(Pattern::compile(arg)?),
-            "pm" => Operator::Pm(phrases(arg.split_whitespace())?),
+            "pm" => phrases(arg.split_whitespace())?,
             "pmfromfile" | "pmf" => {
                 let mut words = Vec::new();
                 for file in arg.split_whitespace() {
@@ -175,7 +179,7 @@ impl Operator {
                             .map(str::to_string),
                     );
                 }
-                Operator::Pm(phrases(words.iter().map(String::as_str))?)
+                phrases(words.iter().map(String::as_str))?
             }
             "streq" => Operator::StrEq(m()),
             "eq" => Operator::Eq(m()),
@@ -204,7 +208,7 @@ impl Operator {
     pub fn name(&self) -> &'static str {
         match self {
             Operator::Rx(_) => "Rx",
-            Operator::Pm(_) => "Pm",
+            Operator::Pm(..) => "Pm",
             Operator::StrEq(_) => "StrEq",
             Operator::Eq(_) => "Eq",
             Operator::Ge(_) => "Ge",
@@ -244,7 +248,7 @@ impl Operator {
         };
         match self {
             Operator::Rx(p) => p.find(input, captures),
-            Operator::Pm(ac) => match ac.find(input) {
+            Operator::Pm(ac, _) => match ac.find(input) {
                 Some(m) => {
                     capture0(captures, &input[m.start()..m.end()]);
                     true
@@ -290,11 +294,13 @@ impl Operator {
     }
 }
 
-fn phrases<'a>(words: impl Iterator<Item = &'a str>) -> Result<AhoCorasick, String> {
-    AhoCorasick::builder()
+fn phrases<'a>(words: impl Iterator<Item = &'a str>) -> Result<Operator, String> {
+    let words: Vec<Vec<u8>> = words.map(|w| w.as_bytes().to_vec()).collect();
+    let automaton = AhoCorasick::builder()
         .ascii_case_insensitive(true)
-        .build(words)
-        .map_err(|e| format!("@pm: {e}"))
+        .build(&words)
+        .map_err(|e| format!("@pm: {e}"))?;
+    Ok(Operator::Pm(automaton, words))
 }
 
 /// C `atoi`: optional sign and leading digits, anything else is 0; saturates instead of

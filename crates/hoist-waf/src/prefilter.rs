@@ -224,21 +224,34 @@ fn alternation(subs: &[Hir]) -> Info {
     }
 }
 
-/// One automaton over the literal sets of the @rx rules sharing a transformation chain.
+/// One automaton over the literal sets of every prefiltered rule, plus a byte table for the
+/// one-byte literals (`/`, whitespace, digits): in an automaton those match at nearly every
+/// byte of ordinary text, and reporting each match cost more than the whole scan.
 #[derive(Debug)]
 pub struct Prefilter {
-    automaton: AhoCorasick,
+    automaton: Option<AhoCorasick>,
     /// Pattern index → the slots of the rules that require it (rules share literals).
     slots_of: Vec<Vec<u32>>,
+    /// The bytes some rule has as a one-byte literal (both ASCII cases of a letter), each
+    /// with the `words` of its slot mask in `byte_masks`.
+    bytes: Vec<(u8, usize)>,
+    byte_masks: Vec<u64>,
     /// u64 words of a hit bitset.
     words: usize,
 }
 
 /// Drops literals that contain another literal of the same set: the shorter one occurs
 /// wherever the longer does, so the set requires the same, with fewer matches to report.
+/// Large sets (@pm phrase files) are kept as they are: the check is quadratic.
 fn minimize(set: &Set) -> Set {
+    if set.len() > MAX_REQUIRED {
+        return set.clone();
+    }
     let contains = |hay: &[u8], needle: &[u8]| {
-        needle.len() < hay.len() && hay.windows(needle.len()).any(|w| w == needle)
+        needle.len() < hay.len()
+            && hay
+                .windows(needle.len())
+                .any(|w| w.eq_ignore_ascii_case(needle))
     };
     set.iter()
         .filter(|a| !set.iter().any(|b| contains(a, b)))
@@ -249,31 +262,59 @@ fn minimize(set: &Set) -> Set {
 impl Prefilter {
     /// `rules[slot]` is the literal set of the rule given that slot.
     pub fn build(rules: &[Set]) -> Option<Prefilter> {
+        let words = rules.len().div_ceil(64);
         let mut patterns: Vec<Vec<u8>> = Vec::new();
         let mut slots_of: Vec<Vec<u32>> = Vec::new();
+        let mut byte_slots = vec![Vec::new(); 256];
         let mut index = std::collections::HashMap::new();
         for (slot, set) in rules.iter().enumerate() {
-            let slot = u32::try_from(slot).ok()?;
+            let slot_u32 = u32::try_from(slot).ok()?;
             for lit in minimize(set) {
-                let at = *index.entry(lit.clone()).or_insert_with(|| {
+                if let [b] = lit[..] {
+                    for b in [b.to_ascii_lowercase(), b.to_ascii_uppercase()] {
+                        let mask: &mut Vec<u64> = &mut byte_slots[usize::from(b)];
+                        mask.resize(words, 0);
+                        mask[slot / 64] |= 1 << (slot % 64);
+                    }
+                    continue;
+                }
+                let key = lit.to_ascii_lowercase();
+                let at = *index.entry(key).or_insert_with(|| {
                     patterns.push(lit);
                     slots_of.push(Vec::new());
                     patterns.len() - 1
                 });
-                slots_of[at].push(slot);
+                slots_of[at].push(slot_u32);
             }
         }
-        let automaton = AhoCorasick::builder()
-            .ascii_case_insensitive(true)
-            .match_kind(MatchKind::Standard)
-            // A DFA: it runs once per value and chain on every request, built once.
-            .kind(Some(AhoCorasickKind::DFA))
-            .build(&patterns)
-            .ok()?;
+        let automaton = if patterns.is_empty() {
+            None
+        } else {
+            Some(
+                AhoCorasick::builder()
+                    .ascii_case_insensitive(true)
+                    .match_kind(MatchKind::Standard)
+                    // A DFA: it runs once per distinct transformed value on every request,
+                    // and is built once.
+                    .kind(Some(AhoCorasickKind::DFA))
+                    .build(&patterns)
+                    .ok()?,
+            )
+        };
+        let mut bytes = Vec::new();
+        let mut byte_masks = Vec::new();
+        for (b, mask) in byte_slots.iter().enumerate() {
+            if !mask.is_empty() {
+                bytes.push((u8::try_from(b).ok()?, byte_masks.len()));
+                byte_masks.extend_from_slice(mask);
+            }
+        }
         Some(Prefilter {
             automaton,
             slots_of,
-            words: rules.len().div_ceil(64),
+            bytes,
+            byte_masks,
+            words,
         })
     }
 
@@ -284,7 +325,22 @@ impl Prefilter {
     /// Sets in `bits` (of length `words()`) the slot of every rule one of whose literals
     /// occurs in `value`.
     pub fn scan(&self, value: &[u8], bits: &mut [u64]) {
-        for m in self.automaton.find_overlapping_iter(value) {
+        if !self.bytes.is_empty() {
+            let mut present = [false; 256];
+            for &b in value {
+                present[usize::from(b)] = true;
+            }
+            for &(b, at) in &self.bytes {
+                if present[usize::from(b)] {
+                    let mask = self.byte_masks.get(at..at + self.words).unwrap_or(&[]);
+                    bits.iter_mut().zip(mask).for_each(|(w, m)| *w |= m);
+                }
+            }
+        }
+        let Some(automaton) = &self.automaton else {
+            return;
+        };
+        for m in automaton.find_overlapping_iter(value) {
             let Some(slots) = self.slots_of.get(m.pattern().as_usize()) else {
                 continue;
             };

@@ -28,8 +28,11 @@ pub struct Rule {
     /// Index in its phase's entry list of the marker `skipAfter` names (the list's length
     /// when there is none after the rule: the rest of the phase is skipped).
     pub skip_after_index: Option<usize>,
-    /// This rule's bit in the @rx prefilter of its chain, when its regex has required literals.
+    /// This rule's bit in the prefilter, when its regex has required literals (or it is @pm).
     pub prefilter_slot: Option<u32>,
+    /// The (target, chain) unions whose prefilter bits decide whether this rule can match at
+    /// all in a transaction; `None` when it is always evaluated.
+    pub gates: Option<Vec<u32>>,
     pub actions: Actions,
     pub log: bool,
     pub disruptive: Disruptive,
@@ -83,8 +86,10 @@ pub struct RuleSet {
     pub default_disruptive: [Disruptive; 5],
     /// Every transformation chain the rules use (and their prefixes).
     pub chains: Chains,
-    /// Per chain id, the @rx prefilter over the rules using that chain.
-    pub(crate) prefilters: Vec<Option<Prefilter>>,
+    /// One automaton over the literals of every prefiltered rule.
+    pub(crate) prefilter: Option<Prefilter>,
+    /// The (target, chain) pairs rules are gated on, indexed by gate id.
+    pub(crate) gates: Vec<crate::gates::GateDef>,
 }
 
 impl RuleSet {
@@ -111,37 +116,52 @@ impl RuleSet {
 }
 
 impl RuleSet {
-    /// Gives every rule (chain links included) its chain id, and every @rx rule with required
-    /// literals a slot in its chain's prefilter. multiMatch rules test intermediate values
-    /// too, so they get no slot and always run their regex.
+    /// Gives every rule (chain links included) its chain id, every @rx rule with required
+    /// literals and every @pm rule a slot in the prefilter, and every rule that can be
+    /// skipped on the prefilter's word its gates (see `gates`). multiMatch rules test
+    /// intermediate values too, so they get no slot and always run their operator.
     fn intern_chains(&mut self) {
-        let mut literal_sets: Vec<Vec<Vec<Vec<u8>>>> = Vec::new();
+        let mut literal_sets: Vec<Vec<Vec<u8>>> = Vec::new();
+        let mut gates = crate::gates::GateTable::default();
         for entry in self.phases.iter_mut().flatten() {
             let Entry::Rule(head) = entry else { continue };
             let mut link: Option<&mut Rule> = Some(head);
             while let Some(rule) = link {
                 rule.chain = self.chains.intern(&rule.transforms);
                 let literals = match &rule.operator {
-                    Operator::Rx(Pattern::Bytes(re)) if !rule.actions.multi_match => {
-                        required_literals(re.as_str())
+                    _ if rule.actions.multi_match => None,
+                    Operator::Rx(Pattern::Bytes(re)) => required_literals(re.as_str()),
+                    // @pm matches exactly when one of its phrases occurs (ASCII case
+                    // folded, as the prefilter searches).
+                    Operator::Pm(_, phrases) if phrases.iter().all(|p| !p.is_empty()) => {
+                        Some(phrases.clone())
                     }
                     _ => None,
                 };
                 if let Some(lits) = literals {
-                    let chain = rule.chain as usize;
-                    if literal_sets.len() <= chain {
-                        literal_sets.resize_with(chain + 1, Vec::new);
+                    rule.prefilter_slot = u32::try_from(literal_sets.len()).ok();
+                    literal_sets.push(lits);
+                    if !rule.negated {
+                        rule.gates = gates.assign(&rule.targets, rule.chain);
                     }
-                    rule.prefilter_slot = u32::try_from(literal_sets[chain].len()).ok();
-                    literal_sets[chain].push(lits);
                 }
                 link = rule.chained.as_deref_mut();
             }
         }
-        self.prefilters = literal_sets
-            .iter()
-            .map(|sets| (!sets.is_empty()).then(|| Prefilter::build(sets)).flatten())
-            .collect();
+        self.prefilter = Prefilter::build(&literal_sets);
+        if self.prefilter.is_none() {
+            // No automaton (no literals, or it could not be built): nothing may be gated.
+            for entry in self.phases.iter_mut().flatten() {
+                let Entry::Rule(head) = entry else { continue };
+                let mut link: Option<&mut Rule> = Some(head);
+                while let Some(rule) = link {
+                    rule.prefilter_slot = None;
+                    rule.gates = None;
+                    link = rule.chained.as_deref_mut();
+                }
+            }
+        }
+        self.gates = gates.into_defs();
     }
 
     fn resolve_skip_after(&mut self) {
@@ -185,8 +205,8 @@ impl RuleSet {
         (with, all)
     }
 
-    pub(crate) fn prefilter(&self, chain: ChainId) -> Option<&Prefilter> {
-        self.prefilters.get(chain as usize)?.as_ref()
+    pub(crate) fn prefilter(&self) -> Option<&Prefilter> {
+        self.prefilter.as_ref()
     }
 }
 
@@ -223,7 +243,8 @@ impl Builder {
             fancy_regex_rules: Vec::new(),
             default_disruptive: Default::default(),
             chains: Chains::default(),
-            prefilters: Vec::new(),
+            prefilter: None,
+            gates: Vec::new(),
         };
         for d in directives {
             let arg0 = d.args.first().map(String::as_str).unwrap_or("");
@@ -402,6 +423,7 @@ impl Builder {
             chain: EMPTY_CHAIN,
             skip_after_index: None,
             prefilter_slot: None,
+            gates: None,
             log: actions.log.unwrap_or(defaults.log),
             disruptive: actions.disruptive.clone().unwrap_or(defaults.disruptive),
             chained: None,

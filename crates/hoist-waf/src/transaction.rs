@@ -94,6 +94,8 @@ pub struct Transaction {
     pub(crate) phases_done: u8,
     /// Transformed values (and prefilter hits) of the request's stable values.
     pub(crate) values: ValueCache,
+    /// Per phase: which prefiltered rules can match at all (see `gates`).
+    pub(crate) gate_cache: crate::gates::GateCache,
 }
 
 impl Expand for Transaction {
@@ -161,11 +163,13 @@ impl Transaction {
             matched: Vec::new(),
             phases_done: 0,
             values: ValueCache::default(),
+            gate_cache: Default::default(),
         }
     }
 
     /// The request line as received: `uri` is the request target (origin or absolute form).
     pub fn process_request_line(&mut self, method: &str, uri: &str, protocol: &str) {
+        self.gate_cache.changed();
         self.values.clear();
         self.method = method.to_string();
         self.protocol = protocol.to_string();
@@ -186,6 +190,7 @@ impl Transaction {
     }
 
     pub fn add_request_header(&mut self, name: &str, value: &[u8]) {
+        self.gate_cache.changed();
         if name.eq_ignore_ascii_case("cookie") {
             body::parse_cookies(value, &mut self.cookies);
         }
@@ -213,6 +218,7 @@ impl Transaction {
     /// Buffers body bytes up to SecRequestBodyLimit; returns false once the limit is passed
     /// (with `SecRequestBodyLimitAction Reject` the transaction is then interrupted with 413).
     pub fn append_request_body(&mut self, chunk: &[u8]) -> bool {
+        self.gate_cache.changed();
         self.invalidate_scalar(VarName::RequestBody);
         let room = self
             .rules
@@ -267,6 +273,10 @@ impl Transaction {
             self.body_processor = self.processor_for_content_type();
         }
         let body = std::mem::take(&mut self.request_body);
+        if !body.is_empty() || self.body_processor.is_some() || self.force_body_variable {
+            // Arguments, files, XML or REQUEST_BODY appear now.
+            self.gate_cache.changed();
+        }
         match self.body_processor {
             Some(BodyProcessor::UrlEncoded) => {
                 body::parse_urlencoded(&body, &mut self.args_post);
@@ -310,11 +320,13 @@ impl Transaction {
     }
 
     pub fn set_response_status(&mut self, status: u16, protocol: &str) {
+        self.gate_cache.changed();
         self.response_status = status;
         self.response_protocol = protocol.to_string();
     }
 
     pub fn add_response_header(&mut self, name: &str, value: &[u8]) {
+        self.gate_cache.changed();
         self.response_headers
             .push((name.to_string(), value.to_vec()));
     }
@@ -345,6 +357,7 @@ impl Transaction {
     }
 
     pub fn append_response_body(&mut self, chunk: &[u8]) {
+        self.gate_cache.changed();
         self.invalidate_scalar(VarName::ResponseBody);
         let room = self
             .rules

@@ -3,7 +3,8 @@
 //! Every request value that does not change once set (an argument, a header, the URI, the
 //! body) has a [`Slot`]; a transformed value is cached under (slot, chain id), so each value
 //! is transformed once per distinct chain per transaction instead of once per rule, and the
-//! chain's @rx prefilter runs once on it. Lookups are plain vector indexing and a short linear
+//! prefilter runs once per distinct transformed buffer (chains that leave a value unchanged
+//! share the original's scan). Lookups are plain vector indexing and a short linear
 //! search over the chains seen for that value: nothing is hashed or compared byte by byte.
 
 use crate::chains::{ChainId, Chains, EMPTY_CHAIN};
@@ -53,21 +54,26 @@ enum Val {
 
 #[derive(Debug, Clone, Copy)]
 struct Entry {
-    chain: ChainId,
     value: Val,
-    /// Start of the prefilter hit bits in `ValueCache::bits`, once scanned.
+    /// Start of the prefilter hit bits of `value` in `ValueCache::bits`, once known.
     bits: Option<usize>,
 }
 
 #[derive(Debug, Default)]
 pub(crate) struct ValueCache {
     /// Per slot, indexed by chain id: 1 + the index of its entry in `entries`, 0 for none.
-    /// Allocated when the slot is first seen; a dense table because a value meets dozens
-    /// of chains (with prefixes) in CRS and a linear search over them was the hot spot.
-    scalars: Vec<Vec<u32>>,
-    lists: Vec<Vec<Vec<u32>>>,
+    /// One flat table with a region per slot (allocated when the slot is first seen): a
+    /// value meets dozens of chains (with prefixes) in CRS, and a vector per slot cost an
+    /// allocation and a free per value and transaction.
+    table: Vec<u32>,
+    /// Per scalar slot, 1 + the start of its region in `table`, 0 for none yet.
+    scalars: [u32; SCALARS],
+    /// Per list, per member: 1 + the start of its region in `table`, 0 for none yet.
+    lists: Vec<Vec<u32>>,
     entries: Vec<Entry>,
     bufs: Vec<Vec<u8>>,
+    /// Per buffer, the start of its prefilter hit bits in `bits`, once scanned.
+    buf_bits: Vec<Option<usize>>,
     bits: Vec<u64>,
     path: Vec<ChainId>,
 }
@@ -79,8 +85,8 @@ impl ValueCache {
 
     /// Forgets a scalar whose value changed (the body grows between phases).
     pub fn invalidate(&mut self, slot: Slot) {
-        if let Some(index) = self.index_mut(slot, 0) {
-            index.clear();
+        if let Some(base) = self.base_mut(slot) {
+            *base = 0;
         }
     }
 
@@ -91,15 +97,10 @@ impl ValueCache {
         }
     }
 
-    /// The chain → entry table of `slot`, at least `chains` long.
-    fn index_mut(&mut self, slot: Slot, chains: usize) -> Option<&mut Vec<u32>> {
-        let index = match slot {
-            Slot::Scalar(code) => {
-                if self.scalars.is_empty() {
-                    self.scalars.resize_with(SCALARS, Vec::new);
-                }
-                self.scalars.get_mut(usize::from(code))?
-            }
+    /// Where `slot`'s region start is kept.
+    fn base_mut(&mut self, slot: Slot) -> Option<&mut u32> {
+        match slot {
+            Slot::Scalar(code) => self.scalars.get_mut(usize::from(code)),
             Slot::Member { list, index } => {
                 if self.lists.is_empty() {
                     self.lists.resize_with(LISTS, Vec::new);
@@ -107,34 +108,42 @@ impl ValueCache {
                 let l = self.lists.get_mut(usize::from(list))?;
                 let i = index as usize;
                 if l.len() <= i {
-                    l.resize_with(i + 1, Vec::new);
+                    l.resize(i + 1, 0);
                 }
-                l.get_mut(i)?
+                l.get_mut(i)
             }
-        };
-        if index.len() < chains {
-            index.resize(chains, 0);
         }
-        Some(index)
     }
 
-    fn find(&mut self, slot: Slot, chain: ChainId, chains: usize) -> Option<(usize, Entry)> {
-        let at = *self.index_mut(slot, chains)?.get(chain as usize)?;
-        let at = (at as usize).checked_sub(1)?;
-        self.entries.get(at).map(|e| (at, *e))
+    /// Start in `table` of `slot`'s region (`chains` long, the same for every slot),
+    /// allocated on first use.
+    fn region(&mut self, slot: Slot, chains: usize) -> Option<usize> {
+        let next = self.table.len();
+        let base = self.base_mut(slot)?;
+        match *base {
+            0 => {
+                *base = u32::try_from(next + 1).ok()?;
+                self.table.resize(next + chains, 0);
+                Some(next)
+            }
+            b => Some(b as usize - 1),
+        }
     }
 
-    fn insert(&mut self, slot: Slot, entry: Entry, chains: usize) -> usize {
+    /// The entry of chain `chain` in the region starting at `region`.
+    fn find(&self, region: usize, chain: ChainId) -> Option<usize> {
+        let tag = *self.table.get(region + chain as usize)?;
+        (tag as usize).checked_sub(1)
+    }
+
+    fn insert(&mut self, region: usize, chain: ChainId, entry: Entry) -> usize {
         let at = self.entries.len();
         let Ok(tag) = u32::try_from(at + 1) else {
             return usize::MAX;
         };
         self.entries.push(entry);
-        if let Some(i) = self
-            .index_mut(slot, chains)
-            .and_then(|index| index.get_mut(entry.chain as usize))
-        {
-            *i = tag;
+        if let Some(t) = self.table.get_mut(region + chain as usize) {
+            *t = tag;
         }
         at
     }
@@ -157,70 +166,111 @@ impl ValueCache {
         chains: &Chains,
         prefilter: Option<&Prefilter>,
     ) -> (&'v [u8], Option<&'v [u64]>) {
-        let (at, entry) = match self.find(slot, chain, chains.len()) {
-            Some(found) => found,
-            None => self.compute(slot, original, chain, chains),
+        let Some(region) = self.region(slot, chains.len()) else {
+            return (original, None);
+        };
+        let at = match self.find(region, chain) {
+            Some(at) => at,
+            None => self.compute(region, original, chain, chains),
+        };
+        let Some(entry) = self.entries.get(at).copied() else {
+            return (original, None);
         };
         let bits = match (prefilter, entry.bits) {
             (None, _) => None,
-            (Some(_), Some(start)) => Some(start),
+            (Some(p), Some(start)) => Some((start, p.words())),
             (Some(p), None) => {
-                let start = self.bits.len();
-                self.bits.resize(start + p.words(), 0);
-                let value = self.resolve(entry.value, original);
-                let mut scratch = vec![0u64; p.words()];
-                p.scan(value, &mut scratch);
-                self.bits[start..].copy_from_slice(&scratch);
+                let start = self.bits_of(region, entry.value, original, p);
                 if let Some(e) = self.entries.get_mut(at) {
                     e.bits = Some(start);
                 }
-                Some(start)
+                Some((start, p.words()))
             }
         };
-        let words = prefilter.map_or(0, Prefilter::words);
         let this: &'v ValueCache = self;
-        let bits = bits.and_then(|s| this.bits.get(s..s + words));
+        let bits = bits.and_then(|(s, words)| this.bits.get(s..s + words));
         (this.resolve(entry.value, original), bits)
     }
 
+    /// Where the prefilter hits of `value` start in `bits`, scanning it on first use: one
+    /// scan per distinct buffer, however many chains lead to it.
+    fn bits_of(&mut self, region: usize, value: Val, original: &[u8], p: &Prefilter) -> usize {
+        let original_entry = match value {
+            Val::Original => Some(match self.find(region, EMPTY_CHAIN) {
+                Some(at) => at,
+                None => self.insert(
+                    region,
+                    EMPTY_CHAIN,
+                    Entry {
+                        value: Val::Original,
+                        bits: None,
+                    },
+                ),
+            }),
+            Val::Buf(_) => None,
+        };
+        let known = match value {
+            Val::Buf(i) => self.buf_bits.get(i).copied().flatten(),
+            Val::Original => original_entry
+                .and_then(|at| self.entries.get(at))
+                .and_then(|e| e.bits),
+        };
+        if let Some(start) = known {
+            return start;
+        }
+        let start = self.bits.len();
+        self.bits.resize(start + p.words(), 0);
+        let input = match value {
+            Val::Buf(i) => self.bufs.get(i).map_or(&[][..], Vec::as_slice),
+            Val::Original => original,
+        };
+        if let Some(out) = self.bits.get_mut(start..) {
+            p.scan(input, out);
+        }
+        let slot = match value {
+            Val::Buf(i) => self.buf_bits.get_mut(i),
+            Val::Original => original_entry
+                .and_then(|at| self.entries.get_mut(at))
+                .map(|e| &mut e.bits),
+        };
+        if let Some(b) = slot {
+            *b = Some(start);
+        }
+        start
+    }
+
+    /// Transforms `original` along `chain` from its longest cached prefix, caching every
+    /// step; returns the entry of `chain`.
     fn compute(
         &mut self,
-        slot: Slot,
+        region: usize,
         original: &[u8],
         chain: ChainId,
         chains: &Chains,
-    ) -> (usize, Entry) {
+    ) -> usize {
         let mut path = std::mem::take(&mut self.path);
         path.clear();
         let mut at = chain;
         let mut base = Val::Original;
         while at != EMPTY_CHAIN {
-            if let Some((_, e)) = self.find(slot, at, chains.len()) {
+            if let Some(e) = self.find(region, at).and_then(|i| self.entries.get(i)) {
                 base = e.value;
                 break;
             }
             path.push(at);
             at = chains.node(at).parent;
         }
+        let mut last = usize::MAX;
         if chain == EMPTY_CHAIN {
-            let entry = Entry {
+            last = self.insert(
+                region,
                 chain,
-                value: Val::Original,
-                bits: None,
-            };
-            let at = self.insert(slot, entry, chains.len());
-            self.path = path;
-            return (at, entry);
+                Entry {
+                    value: Val::Original,
+                    bits: None,
+                },
+            );
         }
-        // Unreachable placeholder: `path` is non-empty here, so the loop sets it.
-        let mut last = (
-            usize::MAX,
-            Entry {
-                chain,
-                value: base,
-                bits: None,
-            },
-        );
         for &node in path.iter().rev() {
             let transform = chains.node(node).transform;
             let changed = transform.and_then(|t| {
@@ -229,14 +279,14 @@ impl ValueCache {
             });
             if let Some(out) = changed {
                 self.bufs.push(out);
+                self.buf_bits.push(None);
                 base = Val::Buf(self.bufs.len() - 1);
             }
             let entry = Entry {
-                chain: node,
                 value: base,
                 bits: None,
             };
-            last = (self.insert(slot, entry, chains.len()), entry);
+            last = self.insert(region, node, entry);
         }
         self.path = path;
         last

@@ -300,6 +300,10 @@ fn parse_selector(var: VarName, s: &str) -> Result<Selector, String> {
             .map_err(|e| format!("bad regex selector /{pattern}/: {e}"))?;
         return Ok(Selector::Regex(re));
     }
+    if var == VarName::Tx {
+        // TX keys are stored folded; folding the selector once here saves it per lookup.
+        return Ok(Selector::Key(s.to_ascii_lowercase()));
+    }
     Ok(Selector::Key(s.to_string()))
 }
 
