@@ -48,6 +48,7 @@ impl GateTable {
                 Selector::All => String::new(),
                 Selector::Key(k) => format!("k:{}", k.to_ascii_lowercase()),
                 Selector::Regex(r) => format!("r:{}", r.as_str()),
+                Selector::Prefix(p) => format!("p:{p}"),
             };
             let key = format!("{:?}|{selector}|{chain}", target.var);
             let next = u32::try_from(self.defs.len()).ok()?;

@@ -9,7 +9,7 @@ use std::path::Path;
 
 /// What an operator needs from the transaction: macro expansion.
 pub trait Expand {
-    fn expand<'m>(&self, m: &'m Macro) -> Cow<'m, str>;
+    fn expand<'a>(&'a self, m: &'a Macro) -> Cow<'a, str>;
 }
 
 /// CRS regexes are written for PCRE. Most compile with the `regex` crate (linear time); the
@@ -238,7 +238,6 @@ impl Operator {
         env: &dyn Expand,
         captures: Option<&mut Vec<Vec<u8>>>,
     ) -> bool {
-        let arg = |m: &Macro| -> Vec<u8> { env.expand(m).into_owned().into_bytes() };
         let num = |m: &Macro| atoi(env.expand(m).as_bytes());
         let capture0 = |captures: Option<&mut Vec<Vec<u8>>>, v: &[u8]| {
             if let Some(c) = captures {
@@ -255,7 +254,7 @@ impl Operator {
                 }
                 None => false,
             },
-            Operator::StrEq(m) => input == arg(m).as_slice(),
+            Operator::StrEq(m) => input == env.expand(m).as_bytes(),
             Operator::Eq(m) => atoi(input) == num(m),
             Operator::Ge(m) => atoi(input) >= num(m),
             Operator::Gt(m) => atoi(input) > num(m),
@@ -263,11 +262,11 @@ impl Operator {
             Operator::Le(m) => atoi(input) <= num(m),
             // ModSecurity: an empty value is within nothing (so `!@within` flags an empty
             // REQUEST_PROTOCOL, as CRS 920430 expects).
-            Operator::Within(m) => !input.is_empty() && contains(&arg(m), input),
-            Operator::Contains(m) => contains(input, &arg(m)),
-            Operator::ContainsWord(m) => contains_word(input, &arg(m)),
-            Operator::BeginsWith(m) => input.starts_with(&arg(m)),
-            Operator::EndsWith(m) => input.ends_with(&arg(m)),
+            Operator::Within(m) => !input.is_empty() && contains(env.expand(m).as_bytes(), input),
+            Operator::Contains(m) => contains(input, env.expand(m).as_bytes()),
+            Operator::ContainsWord(m) => contains_word(input, env.expand(m).as_bytes()),
+            Operator::BeginsWith(m) => input.starts_with(env.expand(m).as_bytes()),
+            Operator::EndsWith(m) => input.ends_with(env.expand(m).as_bytes()),
             Operator::IpMatch(nets) => std::str::from_utf8(input)
                 .ok()
                 .and_then(|s| s.trim().parse::<IpAddr>().ok())
@@ -276,16 +275,15 @@ impl Operator {
             Operator::ValidateUrlEncoding => !valid_url_encoding(input),
             Operator::ValidateUtf8Encoding => std::str::from_utf8(input).is_err(),
             Operator::DetectSqli => {
-                let r = libinjectionrs::detect_sqli(input);
-                if r.is_injection() {
-                    let fp = r
-                        .fingerprint
-                        .as_ref()
-                        .map(|f| f.as_str().to_string())
-                        .unwrap_or_default();
-                    capture0(captures, fp.as_bytes());
+                // Not `libinjectionrs::detect_sqli`: it fingerprints the input once more after
+                // detecting, for a fingerprint the state already holds (twice the work).
+                let mut state =
+                    libinjectionrs::SqliState::new(input, libinjectionrs::SqliFlags::FLAG_NONE);
+                let injection = state.detect();
+                if injection {
+                    capture0(captures, state.fingerprint_string().as_bytes());
                 }
-                r.is_injection()
+                injection
             }
             Operator::DetectXss => libinjectionrs::detect_xss(input).is_injection(),
             Operator::UnconditionalMatch => true,

@@ -99,9 +99,16 @@ pub struct Transaction {
 }
 
 impl Expand for Transaction {
-    fn expand<'m>(&self, m: &'m Macro) -> Cow<'m, str> {
+    fn expand<'a>(&'a self, m: &'a Macro) -> Cow<'a, str> {
         if let Some(lit) = m.as_literal() {
             return Cow::Borrowed(lit);
+        }
+        // The common CRS case, `%{tx.some_score}` alone: borrow the value, no string built.
+        if let [Part::Var(VarName::Tx, Some(key))] = m.parts.as_slice() {
+            let value = self.tx.get(key).map_or(&b""[..], Vec::as_slice);
+            if let Ok(text) = std::str::from_utf8(value) {
+                return Cow::Borrowed(text);
+            }
         }
         let mut out = String::new();
         for part in &m.parts {
@@ -146,7 +153,9 @@ impl Transaction {
             multipart_strict_error: false,
             multipart_unmatched_boundary: false,
             xml: Xml::default(),
-            tx: HashMap::new(),
+            // CRS sets a few hundred TX variables per request: growing the map step by step
+            // rehashed (SipHash) every key at each doubling.
+            tx: HashMap::with_capacity(512),
             response_status: 0,
             response_protocol: String::new(),
             response_headers: Vec::new(),

@@ -173,6 +173,9 @@ pub enum Selector {
     /// Compared case-insensitively, as ModSecurity does for every collection key.
     Key(String),
     Regex(Regex),
+    /// A regex selector that is only an anchored word (`/^header_name_920450_/`): a prefix
+    /// compared case-insensitively, stored folded. CRS scans every TX variable with these.
+    Prefix(String),
 }
 
 impl Selector {
@@ -181,6 +184,10 @@ impl Selector {
             Selector::All => true,
             Selector::Key(k) => k.eq_ignore_ascii_case(key),
             Selector::Regex(r) => r.is_match(key),
+            Selector::Prefix(p) => key
+                .as_bytes()
+                .get(..p.len())
+                .is_some_and(|head| head.eq_ignore_ascii_case(p.as_bytes())),
         }
     }
 }
@@ -296,6 +303,12 @@ fn parse_selector(var: VarName, s: &str) -> Result<Selector, String> {
     }
     if s.len() >= 2 && s.starts_with('/') && s.ends_with('/') {
         let pattern = &s[1..s.len() - 1];
+        if let Some(word) = pattern.strip_prefix('^') {
+            let plain = |b: u8| b.is_ascii_alphanumeric() || b == b'_' || b == b'-';
+            if !word.is_empty() && word.bytes().all(plain) {
+                return Ok(Selector::Prefix(word.to_ascii_lowercase()));
+            }
+        }
         let re = Regex::new(&format!("(?i){pattern}"))
             .map_err(|e| format!("bad regex selector /{pattern}/: {e}"))?;
         return Ok(Selector::Regex(re));
@@ -321,6 +334,20 @@ mod tests {
         assert!(t.targets[2].selector.matches("A"));
         assert!(!t.targets[2].selector.matches("ab"));
         assert!(matches!(&t.targets[3].selector, Selector::Key(k) if k == "/*"));
+    }
+
+    #[test]
+    fn anchored_word_selector_is_a_case_insensitive_prefix() {
+        let t = Targets::parse("TX:/^Header_Name_/|ARGS:/^a.b/").expect("parses");
+        let prefix = &t.targets[0].selector;
+        assert!(matches!(prefix, Selector::Prefix(p) if p == "header_name_"));
+        assert!(prefix.matches("header_name_920450_x-foo"));
+        assert!(prefix.matches("HEADER_NAME_"));
+        assert!(!prefix.matches("header_nam"));
+        assert!(!prefix.matches("x_header_name_"));
+        // Anything beyond a plain word stays a regex.
+        assert!(matches!(&t.targets[1].selector, Selector::Regex(_)));
+        assert!(t.targets[1].selector.matches("AxB"));
     }
 
     #[test]
