@@ -25,7 +25,14 @@ impl Item<'_> {
         if self.key.is_empty() && !is_collection(self.var) {
             self.var.as_str().to_string()
         } else {
-            format!("{}:{}", self.var.as_str(), self.key)
+            // Not format!: this runs for every matching value, and the formatting machinery
+            // cost more than the match.
+            let var = self.var.as_str();
+            let mut name = String::with_capacity(var.len() + 1 + self.key.len());
+            name.push_str(var);
+            name.push(':');
+            name.push_str(&self.key);
+            name
         }
     }
 }

@@ -307,9 +307,10 @@ pub(crate) fn escape_seq_decode(input: &[u8]) -> Vec<u8> {
 pub(crate) fn base64_decode(input: &[u8], ext: bool) -> Vec<u8> {
     let alphabet = |b: u8| b.is_ascii_alphanumeric() || b == b'+' || b == b'/';
     let mut clean: Vec<u8> = if ext {
-        input.iter().copied().filter(|&b| alphabet(b)).collect()
+        crate::transforms::filtered(input, alphabet)
     } else {
-        input.iter().copied().take_while(|&b| alphabet(b)).collect()
+        let valid = input.iter().take_while(|&&b| alphabet(b)).count();
+        input[..valid].to_vec()
     };
     let rem = clean.len() % 4;
     if rem == 1 {
