@@ -43,6 +43,9 @@ pub enum Transform {
 }
 
 impl Transform {
+    /// Number of variants (`TrimRight` is the last): per-value tables index by `t as usize`.
+    pub const COUNT: usize = Transform::TrimRight as usize + 1;
+
     /// `Ok(None)` is `t:none`, which clears the list built so far.
     pub fn parse(name: &str) -> Result<Option<Transform>, String> {
         use Transform::*;

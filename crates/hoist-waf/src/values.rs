@@ -9,6 +9,7 @@
 
 use crate::chains::{ChainId, Chains, EMPTY_CHAIN};
 use crate::prefilter::Prefilter;
+use crate::transforms::Transform;
 use crate::variables::VarName;
 
 /// A value's identity in the transaction.
@@ -45,7 +46,7 @@ const SCALARS: usize = 10;
 /// Collections only ever appended to: see `Transaction::list_code`.
 pub(crate) const LISTS: usize = 16;
 
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Val {
     /// The value as collected (no transformation changed it).
     Original,
@@ -61,7 +62,8 @@ struct Entry {
 
 #[derive(Debug, Default)]
 pub(crate) struct ValueCache {
-    /// Per slot, indexed by chain id: 1 + the index of its entry in `entries`, 0 for none.
+    /// Per slot, indexed by chain id: 1 + the index of its entry in `entries`, 0 for none;
+    /// then, indexed by transformation, what it makes of the original value (see `memo`).
     /// One flat table with a region per slot (allocated when the slot is first seen): a
     /// value meets dozens of chains (with prefixes) in CRS, and a vector per slot cost an
     /// allocation and a free per value and transaction.
@@ -123,7 +125,7 @@ impl ValueCache {
         match *base {
             0 => {
                 *base = u32::try_from(next + 1).ok()?;
-                self.table.resize(next + chains, 0);
+                self.table.resize(next + chains + Transform::COUNT, 0);
                 Some(next)
             }
             b => Some(b as usize - 1),
@@ -272,15 +274,8 @@ impl ValueCache {
             );
         }
         for &node in path.iter().rev() {
-            let transform = chains.node(node).transform;
-            let changed = transform.and_then(|t| {
-                let input = self.resolve(base, original);
-                (!t.is_noop_for(input)).then(|| t.apply(input))
-            });
-            if let Some(out) = changed {
-                self.bufs.push(out);
-                self.buf_bits.push(None);
-                base = Val::Buf(self.bufs.len() - 1);
+            if let Some(t) = chains.node(node).transform {
+                base = self.transform(region, chains.len(), base, original, t);
             }
             let entry = Entry {
                 value: base,
@@ -290,5 +285,46 @@ impl ValueCache {
         }
         self.path = path;
         last
+    }
+
+    /// `t` applied to `base`. Applied to the original value, the result is remembered per
+    /// transformation: chains that differ only by steps that left the value alone
+    /// (`t:urlDecodeUni,t:lowercase` and `t:lowercase` on a value with nothing to decode)
+    /// then share one buffer, one transformation and one prefilter scan.
+    fn transform(
+        &mut self,
+        region: usize,
+        chains: usize,
+        base: Val,
+        original: &[u8],
+        t: Transform,
+    ) -> Val {
+        let memo = region + chains + t as usize;
+        if base == Val::Original {
+            match self.table.get(memo).copied() {
+                Some(0) | None => {}
+                Some(u32::MAX) => return Val::Original,
+                Some(tag) => return Val::Buf(tag as usize - 1),
+            }
+        }
+        let input = self.resolve(base, original);
+        let out = if t.is_noop_for(input) {
+            base
+        } else {
+            let out = t.apply(input);
+            self.bufs.push(out);
+            self.buf_bits.push(None);
+            Val::Buf(self.bufs.len() - 1)
+        };
+        if base == Val::Original {
+            let tag = match out {
+                Val::Original => Some(u32::MAX),
+                Val::Buf(i) => u32::try_from(i + 1).ok().filter(|&t| t != u32::MAX),
+            };
+            if let (Some(tag), Some(m)) = (tag, self.table.get_mut(memo)) {
+                *m = tag;
+            }
+        }
+        out
     }
 }

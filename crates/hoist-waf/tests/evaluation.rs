@@ -203,3 +203,23 @@ SecRule TX:seen "@rx needle" "id:2,phase:1,pass,nolog,t:none,setvar:tx.found=1"
     );
     assert_eq!(tx_var(&get(&r, "/?a=hay"), "found"), None);
 }
+
+#[test]
+fn a_transformation_shared_by_two_chains_is_applied_to_the_right_base() {
+    // `t:lowercase` on the original and after `t:urlDecodeUni`: one result is reused when the
+    // decode left the value alone, and must not be when it changed it.
+    let r = rules(
+        r#"
+SecRule ARGS "@rx ^aa$" "id:1,phase:1,pass,nolog,t:none,t:urlDecodeUni,t:lowercase,setvar:tx.decoded=1"
+SecRule ARGS "@rx ^a%41$" "id:2,phase:1,pass,nolog,t:none,t:lowercase,setvar:tx.plain=1"
+SecRule ARGS "@rx ^aa$" "id:3,phase:1,pass,nolog,t:none,t:lowercase,setvar:tx.wrong=1"
+SecRule ARGS "@rx ^bb$" "id:4,phase:1,pass,nolog,t:none,t:urlDecodeUni,t:lowercase,setvar:tx.same=1"
+"#,
+    );
+    // The query's own decoding leaves `A%41` and `BB` as the values.
+    let tx = get(&r, "/?q=A%2541&p=BB");
+    assert_eq!(tx_var(&tx, "decoded").as_deref(), Some("1"));
+    assert_eq!(tx_var(&tx, "plain").as_deref(), Some("1"));
+    assert_eq!(tx_var(&tx, "wrong"), None);
+    assert_eq!(tx_var(&tx, "same").as_deref(), Some("1"));
+}
