@@ -85,6 +85,18 @@ impl ValueCache {
         *self = ValueCache::default();
     }
 
+    /// Room for `values` values, each meeting `chains` chains: about four buffers and scans
+    /// each (most transformations leave a value alone).
+    pub fn reserve(&mut self, values: usize, chains: usize, words: usize) {
+        let want = |len: usize, per: usize| (values * per).saturating_sub(len);
+        self.table
+            .reserve(want(self.table.len(), chains + Transform::COUNT));
+        self.entries.reserve(want(self.entries.len(), chains / 2));
+        self.bufs.reserve(want(self.bufs.len(), 4));
+        self.buf_bits.reserve(want(self.buf_bits.len(), 4));
+        self.bits.reserve(want(self.bits.len(), 5 * words));
+    }
+
     /// Forgets a scalar whose value changed (the body grows between phases).
     pub fn invalidate(&mut self, slot: Slot) {
         if let Some(base) = self.base_mut(slot) {
