@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# Instructions per WAF transaction, counted by valgrind (callgrind): a figure that does not
+# move with the machine's load, for A/B comparisons of the engine on a shared host where the
+# same binary's CPU time varies by 20-50 % between runs.
+#
+#   bench/waf-instructions.sh [get|post|both=both] [engine bench binary]
+#
+# Runs the engine benchmark's fixed-count mode twice per case (N1 and N2 transactions, only the
+# transaction function counted) and prints (count(N2) - count(N1)) / (N2 - N1): the steady
+# state, without the rule set's load or the regexes' first-use cache building. The binary is
+# the one `cargo bench -p hoist-waf --bench engine --no-run` prints; the CRS comes from
+# HOIST_CRS_DIR (default ../shared/crs). Needs valgrind; takes about a minute per case.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+cases=${1:-both}
+bin=${2:-}
+if [ -z "$bin" ]; then
+  bin=$(cargo bench -p hoist-waf --bench engine --no-run 2>&1 |
+    sed -n 's/.*Executable .*(\(.*\))$/\1/p' | tail -1)
+fi
+[ -x "$bin" ] || { echo "engine bench binary not found: $bin" >&2; exit 1; }
+command -v valgrind >/dev/null || { echo "valgrind not installed" >&2; exit 1; }
+export HOIST_CRS_DIR=${HOIST_CRS_DIR:-$(cd .. && pwd)/shared/crs}
+tmp=$(mktemp -d /tmp/hoist-waf-instr.XXXXXX)
+trap 'rm -rf "$tmp"' EXIT
+
+count() { # case function transactions
+  HOIST_WAF_BENCH_ITERS=$3 HOIST_WAF_BENCH_CASE=$1 valgrind --tool=callgrind \
+    --callgrind-out-file="$tmp/out" --toggle-collect="$2" "$bin" --bench 2>&1 |
+    sed -n 's/.*Collected : \([0-9]*\).*/\1/p' | grep -v '^0$' | tail -1
+}
+
+one() { # case function n1 n2
+  local a b
+  a=$(count "$1" "$2" "$3")
+  b=$(count "$1" "$2" "$4")
+  echo "$1: $(((b - a) / ($4 - $3))) instructions per transaction ($3 vs $4 transactions, $bin)"
+}
+
+case $cases in
+  get) one get engine::get_1k 10 50 ;;
+  post) one post engine::post_10k 2 6 ;;
+  both)
+    one get engine::get_1k 10 50
+    one post engine::post_10k 2 6
+    ;;
+  *) echo "usage: $0 [get|post|both] [binary]" >&2; exit 2 ;;
+esac
