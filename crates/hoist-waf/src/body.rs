@@ -6,10 +6,15 @@ use crate::decode::url_decode;
 pub type Pairs = Vec<(String, Vec<u8>)>;
 
 /// `a=1&b=2`, names and values URL-decoded (`+` is a space) as ModSecurity does.
-pub fn parse_urlencoded(body: &[u8], out: &mut Pairs) {
+/// Appends `name=value` pairs to `out` while it holds fewer than `limit`; returns false when
+/// arguments were left out (SecArgumentsLimit).
+pub fn parse_urlencoded(body: &[u8], out: &mut Pairs, limit: usize) -> bool {
     for part in body.split(|&b| b == b'&') {
         if part.is_empty() {
             continue;
+        }
+        if out.len() >= limit {
+            return false;
         }
         let (name, value) = match part.iter().position(|&b| b == b'=') {
             Some(i) => (&part[..i], &part[i + 1..]),
@@ -20,6 +25,7 @@ pub fn parse_urlencoded(body: &[u8], out: &mut Pairs) {
             url_decode(value, false),
         ));
     }
+    true
 }
 
 /// `a=b; c=d`: cookie values are not URL-decoded.
@@ -113,7 +119,8 @@ fn header_param(value: &str, param: &str) -> Option<String> {
     None
 }
 
-pub fn parse_multipart(body: &[u8], boundary: &str) -> Multipart {
+/// `limit`: SecArgumentsLimit, for fields and files together; past it the body is an error.
+pub fn parse_multipart(body: &[u8], boundary: &str, limit: usize) -> Multipart {
     let mut m = Multipart::default();
     let delim = format!("--{boundary}");
     let delim = delim.as_bytes();
@@ -166,6 +173,10 @@ pub fn parse_multipart(body: &[u8], boundary: &str) -> Multipart {
             m.strict_error = true;
             continue;
         };
+        if m.args.len() + m.files.len() >= limit {
+            m.error = Some(format!("multipart: more than {limit} arguments"));
+            break;
+        }
         for line in lines {
             m.part_headers
                 .push((name.clone(), line.as_bytes().to_vec()));
@@ -178,7 +189,7 @@ pub fn parse_multipart(body: &[u8], boundary: &str) -> Multipart {
             None => m.args.push((name, content.to_vec())),
         }
     }
-    if !finished {
+    if !finished && m.error.is_none() {
         m.strict_error = true;
         m.error = Some("multipart: final boundary missing".into());
     }
@@ -193,35 +204,53 @@ fn find(hay: &[u8], needle: &[u8]) -> Option<usize> {
 }
 
 /// JSON bodies flatten to ARGS_POST as Coraza names them: `json.a.b`, arrays `json.a.0`.
-pub fn parse_json(body: &[u8], out: &mut Pairs) -> Result<(), String> {
+/// `limit`: SecArgumentsLimit; a document with more leaves is an error.
+pub fn parse_json(body: &[u8], out: &mut Pairs, limit: usize) -> Result<(), String> {
     let value: serde_json::Value =
         serde_json::from_slice(body).map_err(|e| format!("JSON: {e}"))?;
-    flatten("json".to_string(), &value, out, 0);
-    Ok(())
+    if flatten("json".to_string(), &value, out, 0, limit) {
+        Ok(())
+    } else {
+        Err(format!("JSON: more than {limit} arguments"))
+    }
 }
 
 /// Deeper documents are cut off rather than walked: a peer must not drive recursion.
 const MAX_JSON_DEPTH: usize = 64;
 
-fn flatten(prefix: String, v: &serde_json::Value, out: &mut Pairs, depth: usize) {
+/// Returns false once `out` is full (`limit` leaves).
+fn flatten(
+    prefix: String,
+    v: &serde_json::Value,
+    out: &mut Pairs,
+    depth: usize,
+    limit: usize,
+) -> bool {
     use serde_json::Value;
     if depth > MAX_JSON_DEPTH {
-        return;
+        return true;
     }
     match v {
-        Value::Object(map) => {
-            for (k, v) in map {
-                flatten(format!("{prefix}.{k}"), v, out, depth + 1);
-            }
+        Value::Object(map) => map
+            .iter()
+            .all(|(k, v)| flatten(format!("{prefix}.{k}"), v, out, depth + 1, limit)),
+        Value::Array(items) => items
+            .iter()
+            .enumerate()
+            .all(|(i, v)| flatten(format!("{prefix}.{i}"), v, out, depth + 1, limit)),
+        _ if out.len() >= limit => false,
+        Value::String(s) => {
+            out.push((prefix, s.clone().into_bytes()));
+            true
         }
-        Value::Array(items) => {
-            for (i, v) in items.iter().enumerate() {
-                flatten(format!("{prefix}.{i}"), v, out, depth + 1);
-            }
+        Value::Null => {
+            out.push((prefix, Vec::new()));
+            true
         }
-        Value::String(s) => out.push((prefix, s.clone().into_bytes())),
-        Value::Null => out.push((prefix, Vec::new())),
-        other => out.push((prefix, other.to_string().into_bytes())),
+        other => {
+            out.push((prefix, other.to_string().into_bytes()));
+            true
+        }
     }
 }
 

@@ -78,6 +78,9 @@ pub struct RuleSet {
     /// `SecRequestBodyLimitAction Reject` (413) or ProcessPartial.
     pub request_body_limit_reject: bool,
     pub response_body_limit: usize,
+    /// SecArgumentsLimit: most arguments a request body may hold (default 1000, as Coraza
+    /// and ModSecurity's recommended configuration); more make REQBODY_ERROR.
+    pub arguments_limit: usize,
     pub response_mime_types: Vec<String>,
     pub component_signatures: Vec<String>,
     /// Ids of rules whose regex needed `fancy-regex` (lookaround, backreferences).
@@ -238,6 +241,7 @@ impl Builder {
             request_body_limit: 13_107_200,
             request_body_limit_reject: true,
             response_body_limit: 524_288,
+            arguments_limit: 1000,
             response_mime_types: vec!["text/plain".into(), "text/html".into()],
             component_signatures: Vec::new(),
             fancy_regex_rules: Vec::new(),
@@ -266,6 +270,10 @@ impl Builder {
                     set.request_body_limit = arg0
                         .parse()
                         .map_err(|_| d.error("bad SecRequestBodyLimit"))?
+                }
+                "secargumentslimit" => {
+                    set.arguments_limit =
+                        arg0.parse().map_err(|_| d.error("bad SecArgumentsLimit"))?
                 }
                 "secresponsebodylimit" => {
                     set.response_body_limit = arg0

@@ -195,7 +195,9 @@ impl Transaction {
         let (path, query) = rel.split_once('?').unwrap_or((rel, ""));
         self.filename = path.to_string();
         self.query = query.to_string();
-        body::parse_urlencoded(query.as_bytes(), &mut self.args_get);
+        // The query is bounded by the proxy's request-line limit; SecArgumentsLimit is about
+        // bodies.
+        body::parse_urlencoded(query.as_bytes(), &mut self.args_get, usize::MAX);
     }
 
     pub fn add_request_header(&mut self, name: &str, value: &[u8]) {
@@ -299,19 +301,24 @@ impl Transaction {
             self.body_processor = self.processor_for_content_type();
         }
         let body = std::mem::take(&mut self.request_body);
+        // SecArgumentsLimit: a peer decides how many arguments a body holds, and each costs
+        // memory and rule work; past the limit the body is a REQBODY_ERROR, as in ModSecurity.
+        let limit = self.rules.arguments_limit;
         if !body.is_empty() || self.body_processor.is_some() || self.force_body_variable {
             // Arguments, files, XML or REQUEST_BODY appear now.
             self.gate_cache.changed();
         }
         match self.body_processor {
             Some(BodyProcessor::UrlEncoded) => {
-                body::parse_urlencoded(&body, &mut self.args_post);
+                if !body::parse_urlencoded(&body, &mut self.args_post, limit) {
+                    self.reqbody_error = Some(format!("urlencoded: more than {limit} arguments"));
+                }
                 self.request_body_visible = true;
             }
             Some(BodyProcessor::Multipart) => match body::boundary_of(&content_type) {
                 None => self.reqbody_error = Some("multipart: no boundary in Content-Type".into()),
                 Some(boundary) => {
-                    let m = body::parse_multipart(&body, &boundary);
+                    let m = body::parse_multipart(&body, &boundary, limit);
                     self.args_post.extend(m.args);
                     self.files.extend(m.files);
                     self.file_sizes.extend(m.file_sizes);
@@ -324,7 +331,7 @@ impl Transaction {
                 }
             },
             Some(BodyProcessor::Json) if !body.is_empty() => {
-                if let Err(e) = body::parse_json(&body, &mut self.args_post) {
+                if let Err(e) = body::parse_json(&body, &mut self.args_post, limit) {
                     self.reqbody_error = Some(e);
                 }
             }

@@ -43,6 +43,8 @@ pub(crate) fn scalar_slot(var: VarName) -> Option<Slot> {
 }
 
 const SCALARS: usize = 10;
+/// Values the cache is sized for before a phase; more grow it on demand.
+const MAX_RESERVED_VALUES: usize = 1024;
 /// Collections only ever appended to: see `Transaction::list_code`.
 pub(crate) const LISTS: usize = 16;
 
@@ -87,7 +89,10 @@ impl ValueCache {
 
     /// Room for `values` values, each meeting `chains` chains: about four buffers and scans
     /// each (most transformations leave a value alone).
+    /// At most `MAX_RESERVED_VALUES` up front: a peer controls how many arguments a body
+    /// has, and memory for values no rule reaches must not be taken eagerly.
     pub fn reserve(&mut self, values: usize, chains: usize, words: usize) {
+        let values = values.min(MAX_RESERVED_VALUES);
         let want = |len: usize, per: usize| (values * per).saturating_sub(len);
         self.table
             .reserve(want(self.table.len(), chains + Transform::COUNT));

@@ -1,0 +1,107 @@
+//! SecArgumentsLimit: a peer decides how many arguments a body holds; past the limit the body
+//! is a REQBODY_ERROR (which the base configuration refuses with 400) instead of memory and
+//! rule work for every one of them.
+
+use hoist_waf::{RuleSet, Transaction};
+use std::path::Path;
+use std::sync::Arc;
+
+fn rules(text: &str) -> Arc<RuleSet> {
+    match RuleSet::from_str(text, Path::new("test.conf")) {
+        Ok(r) => Arc::new(r),
+        Err(e) => panic!("rules do not load: {e}"),
+    }
+}
+
+const SETUP: &str = r#"
+SecRequestBodyAccess On
+SecRule REQUEST_HEADERS:Content-Type "@rx ^application/json" "id:1,phase:1,pass,nolog,ctl:requestBodyProcessor=JSON"
+SecRule REQBODY_ERROR "!@eq 0" "id:2,phase:2,deny,status:400,log,msg:'%{reqbody_error_msg}'"
+SecRule &ARGS_POST "@gt 0" "id:3,phase:2,pass,nolog,setvar:tx.args=%{matched_var}"
+"#;
+
+fn post(rules: &Arc<RuleSet>, content_type: &str, body: &[u8]) -> Transaction {
+    let mut tx = Transaction::new(rules.clone(), "10.0.0.1", "t");
+    tx.process_request_line("POST", "/", "HTTP/1.1");
+    tx.add_request_header("Content-Type", content_type.as_bytes());
+    tx.process_request_headers();
+    tx.append_request_body(body);
+    tx.process_request_body();
+    tx
+}
+
+fn urlencoded(n: usize) -> Vec<u8> {
+    (0..n)
+        .map(|i| format!("a{i}=x"))
+        .collect::<Vec<_>>()
+        .join("&")
+        .into_bytes()
+}
+
+fn json(n: usize) -> Vec<u8> {
+    let items: Vec<String> = (0..n).map(|i| i.to_string()).collect();
+    format!("{{\"list\":[{}]}}", items.join(",")).into_bytes()
+}
+
+fn multipart(n: usize) -> Vec<u8> {
+    let mut body = String::new();
+    for i in 0..n {
+        body.push_str(&format!(
+            "--B\r\nContent-Disposition: form-data; name=\"f{i}\"\r\n\r\nv\r\n"
+        ));
+    }
+    body.push_str("--B--\r\n");
+    body.into_bytes()
+}
+
+#[test]
+fn default_limit_is_1000_for_every_body_processor() {
+    let r = rules(SETUP);
+    let form = "application/x-www-form-urlencoded";
+    let multi = "multipart/form-data; boundary=B";
+    for (ct, at, over) in [
+        (form, urlencoded(1000), urlencoded(1001)),
+        ("application/json", json(1000), json(1001)),
+        (multi, multipart(1000), multipart(1001)),
+    ] {
+        let tx = post(&r, ct, &at);
+        assert!(tx.interruption().is_none(), "{ct}: 1000 arguments refused");
+        assert_eq!(tx.tx_var("args"), Some(&b"1000"[..]), "{ct}");
+        let tx = post(&r, ct, &over);
+        assert_eq!(
+            tx.interruption().map(|i| i.status),
+            Some(400),
+            "{ct}: 1001 passed"
+        );
+        let log = &tx
+            .matched_rules()
+            .iter()
+            .find(|m| m.id == 2)
+            .map(|m| m.message.clone());
+        assert!(
+            log.as_deref()
+                .is_some_and(|m| m.contains("more than 1000 arguments")),
+            "{ct}: {log:?}"
+        );
+    }
+}
+
+#[test]
+fn directive_sets_the_limit_and_query_arguments_do_not_count() {
+    let r = rules(&format!("SecArgumentsLimit 3\n{SETUP}"));
+    let form = "application/x-www-form-urlencoded";
+    let mut tx = Transaction::new(r.clone(), "10.0.0.1", "t");
+    tx.process_request_line("POST", "/?q1=1&q2=2&q3=3&q4=4", "HTTP/1.1");
+    tx.add_request_header("Content-Type", form.as_bytes());
+    tx.process_request_headers();
+    tx.append_request_body(b"a=1&b=2&c=3");
+    tx.process_request_body();
+    assert!(tx.interruption().is_none());
+    assert_eq!(
+        post(&r, form, b"a=1&b=2&c=3&d=4")
+            .interruption()
+            .map(|i| i.status),
+        Some(400)
+    );
+    assert!(RuleSet::from_str("SecArgumentsLimit many", Path::new("x.conf")).is_err());
+}
