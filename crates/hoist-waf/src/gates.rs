@@ -1,9 +1,9 @@
 //! Rule gates: skip a prefiltered rule without looking at its values one by one.
 //!
 //! Most CRS rules inspect the same few target lists (`ARGS|ARGS_NAMES|REQUEST_COOKIES|...`)
-//! under a few dozen transformation chains. Per transaction and phase, the prefilter hits of
-//! every value a (target, chain) pair yields are OR-ed into one union, computed once and
-//! shared by every rule on that pair. A rule whose prefilter bit is in none of its targets'
+//! under a few dozen transformation chains. Per transaction, the prefilter hits of every
+//! value a (target, chain) pair yields are OR-ed into one union, computed on first use and
+//! shared by every rule on that pair until a value changes (see `GateCache::changed`). A rule whose prefilter bit is in none of its targets'
 //! unions cannot match any of its values, so it is skipped whole: no collection, no
 //! per-value lookups. Exclusions (`!ARGS:foo`, ctl:ruleRemoveTargetById) only remove values,
 //! so a union over the unexcluded target is a superset and the skip stays exact. Negated and
@@ -99,8 +99,7 @@ impl GateCache {
 }
 
 impl Transaction {
-    /// False when `rule` cannot match in this phase: its prefilter bit is in no union of
-    /// its gates.
+    /// False when `rule` cannot match now: its prefilter bit is in no union of its gates.
     pub(crate) fn gate_open(&mut self, rule: &Rule) -> bool {
         let (Some(gates), Some(slot)) = (&rule.gates, rule.prefilter_slot) else {
             return true;
