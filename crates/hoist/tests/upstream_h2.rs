@@ -308,39 +308,16 @@ fn auto_config_over_plain_tcp_speaks_http1() {
 /// HTTP/1.1. `/proto` answers with the protocol the request arrived in; other paths are files
 /// of `root`.
 struct TlsNginx {
-    child: std::process::Child,
+    _process: upstream_support::NginxProcess,
     h2_port: u16,
     h1_port: u16,
 }
 
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
 impl TlsNginx {
     fn start(dir: &TempDir, cert: &support::Cert, root: &std::path::Path) -> TlsNginx {
-        let (h2_port, h1_port) = (free_port(), free_port());
-        let prefix = dir.path("nginx");
-        std::fs::create_dir_all(prefix.join("logs")).unwrap();
-        let conf = dir.write(
-            "nginx.conf",
-            format!(
-                r#"worker_processes 1;
-pid {prefix}/nginx.pid;
-error_log stderr warn;
-events {{ worker_connections 64; }}
-http {{
-    access_log off;
-    client_body_temp_path {prefix}/body;
-    proxy_temp_path {prefix}/proxy;
-    fastcgi_temp_path {prefix}/fastcgi;
-    uwsgi_temp_path {prefix}/uwsgi;
-    scgi_temp_path {prefix}/scgi;
-    ssl_certificate {cert};
+        let (h2_port, h1_port) = (upstream_support::free_port(), upstream_support::free_port());
+        let http = format!(
+            r#"    ssl_certificate {cert};
     ssl_certificate_key {key};
     server {{
         listen 127.0.0.1:{h2_port} ssl http2;
@@ -351,46 +328,16 @@ http {{
         listen 127.0.0.1:{h1_port} ssl;
         root {root};
         location /proto {{ return 200 "proto=$server_protocol\n"; }}
-    }}
-}}
-"#,
-                prefix = prefix.display(),
-                cert = cert.cert.display(),
-                key = cert.key.display(),
-                root = root.display(),
-            ),
+    }}"#,
+            cert = cert.cert.display(),
+            key = cert.key.display(),
+            root = root.display(),
         );
-        let child = std::process::Command::new("/usr/sbin/nginx")
-            .args(["-p", prefix.to_str().unwrap(), "-c", conf.to_str().unwrap()])
-            .args(["-e", "stderr", "-g", "daemon off;"])
-            .stdout(std::process::Stdio::null())
-            .stderr(std::process::Stdio::null())
-            .spawn()
-            .expect("nginx is installed");
-        // A liveness bound for nginx's start, not a timing assertion.
-        let deadline = std::time::Instant::now() + Duration::from_secs(10);
-        for port in [h2_port, h1_port] {
-            while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
-                assert!(std::time::Instant::now() < deadline, "nginx did not start");
-                std::thread::sleep(Duration::from_millis(50));
-            }
-        }
         TlsNginx {
-            child,
+            _process: upstream_support::NginxProcess::start(dir, &http, &[h2_port, h1_port]),
             h2_port,
             h1_port,
         }
-    }
-}
-
-impl Drop for TlsNginx {
-    fn drop(&mut self) {
-        // SIGTERM: the master stops its workers with it.
-        let _ = std::process::Command::new("kill")
-            .arg("-TERM")
-            .arg(self.child.id().to_string())
-            .status();
-        let _ = self.child.wait();
     }
 }
 

@@ -157,74 +157,30 @@ fn offload_off_and_require() {
 
 /// nginx requiring a client certificate signed by `client_ca`; answers with the subject it saw.
 struct MtlsNginx {
-    child: std::process::Child,
+    _process: upstream_support::NginxProcess,
     port: u16,
 }
 
 impl MtlsNginx {
     fn start(dir: &TempDir, server: &support::Cert, client_ca: &Path) -> MtlsNginx {
-        let port = std::net::TcpListener::bind("127.0.0.1:0")
-            .unwrap()
-            .local_addr()
-            .unwrap()
-            .port();
-        let prefix = dir.path("nginx");
-        std::fs::create_dir_all(prefix.join("logs")).unwrap();
-        let conf = dir.write(
-            "nginx.conf",
-            format!(
-                r#"worker_processes 1;
-pid {prefix}/nginx.pid;
-error_log stderr warn;
-events {{ worker_connections 64; }}
-http {{
-    access_log off;
-    client_body_temp_path {prefix}/body;
-    proxy_temp_path {prefix}/proxy;
-    fastcgi_temp_path {prefix}/fastcgi;
-    uwsgi_temp_path {prefix}/uwsgi;
-    scgi_temp_path {prefix}/scgi;
-    server {{
+        let port = upstream_support::free_port();
+        let http = format!(
+            r#"    server {{
         listen 127.0.0.1:{port} ssl;
         ssl_certificate {cert};
         ssl_certificate_key {key};
         ssl_client_certificate {ca};
         ssl_verify_client on;
         location / {{ return 200 "verify=$ssl_client_verify dn=$ssl_client_s_dn\n"; }}
-    }}
-}}
-"#,
-                prefix = prefix.display(),
-                cert = server.cert.display(),
-                key = server.key.display(),
-                ca = client_ca.display(),
-            ),
+    }}"#,
+            cert = server.cert.display(),
+            key = server.key.display(),
+            ca = client_ca.display(),
         );
-        let child = std::process::Command::new("/usr/sbin/nginx")
-            .args(["-p", prefix.to_str().unwrap(), "-c", conf.to_str().unwrap()])
-            .args(["-e", "stderr", "-g", "daemon off;"])
-            .stdout(std::process::Stdio::null())
-            .stderr(std::process::Stdio::null())
-            .spawn()
-            .expect("nginx is installed");
-        // A liveness bound for nginx's start, not a timing assertion.
-        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
-        while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
-            assert!(std::time::Instant::now() < deadline, "nginx did not start");
-            std::thread::sleep(std::time::Duration::from_millis(50));
+        MtlsNginx {
+            _process: upstream_support::NginxProcess::start(dir, &http, &[port]),
+            port,
         }
-        MtlsNginx { child, port }
-    }
-}
-
-impl Drop for MtlsNginx {
-    fn drop(&mut self) {
-        // SIGTERM: the master stops its workers with it.
-        let _ = std::process::Command::new("kill")
-            .arg("-TERM")
-            .arg(self.child.id().to_string())
-            .status();
-        let _ = self.child.wait();
     }
 }
 

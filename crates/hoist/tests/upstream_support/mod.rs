@@ -196,15 +196,13 @@ pub fn ca_and_leaf(dir: &crate::support::TempDir, name: &str) -> (std::path::Pat
     )
 }
 
-/// nginx (Debian's package) serving the files of `root` over HTTP and HTTPS with keep-alive;
-/// stopped when dropped.
-pub struct Nginx {
+/// A running nginx (Debian's package) with a configuration of the test's own; stopped when
+/// dropped.
+pub struct NginxProcess {
     child: Child,
-    pub http_port: u16,
-    pub https_port: u16,
 }
 
-fn free_port() -> u16 {
+pub fn free_port() -> u16 {
     std::net::TcpListener::bind("127.0.0.1:0")
         .unwrap()
         .local_addr()
@@ -212,9 +210,11 @@ fn free_port() -> u16 {
         .port()
 }
 
-impl Nginx {
-    pub fn start(dir: &crate::support::TempDir, root: &Path, cert: &Cert) -> Nginx {
-        let (http_port, https_port) = (free_port(), free_port());
+impl NginxProcess {
+    /// Writes nginx.conf under `dir` with `http` (server blocks and http-level directives)
+    /// inside the http block, after the head every test needs (pid, logs and temp paths inside
+    /// `dir`), starts nginx in the foreground and waits until each of `ports` accepts.
+    pub fn start(dir: &crate::support::TempDir, http: &str, ports: &[u16]) -> NginxProcess {
         let prefix = dir.path("nginx");
         std::fs::create_dir_all(prefix.join("logs")).unwrap();
         let conf = dir.write(
@@ -231,22 +231,10 @@ http {{
     fastcgi_temp_path {prefix}/fastcgi;
     uwsgi_temp_path {prefix}/uwsgi;
     scgi_temp_path {prefix}/scgi;
-    keepalive_timeout 300s;
-    keepalive_requests 100000;
-    server {{
-        listen 127.0.0.1:{http_port};
-        listen 127.0.0.1:{https_port} ssl;
-        ssl_certificate {cert};
-        ssl_certificate_key {key};
-        root {root};
-        default_type application/octet-stream;
-    }}
+{http}
 }}
 "#,
                 prefix = prefix.display(),
-                cert = cert.cert.display(),
-                key = cert.key.display(),
-                root = root.display(),
             ),
         );
         let child = Command::new("/usr/sbin/nginx")
@@ -254,28 +242,24 @@ http {{
             .arg(&prefix)
             .arg("-c")
             .arg(&conf)
-            .arg("-e")
-            .arg("stderr")
-            .arg("-g")
-            .arg("daemon off;")
+            .args(["-e", "stderr", "-g", "daemon off;"])
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .spawn()
             .expect("nginx is installed");
+        // A liveness bound for nginx's start, not a timing assertion.
         let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
-        while std::net::TcpStream::connect(("127.0.0.1", https_port)).is_err() {
-            assert!(std::time::Instant::now() < deadline, "nginx did not start");
-            std::thread::sleep(std::time::Duration::from_millis(50));
+        for &port in ports {
+            while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+                assert!(std::time::Instant::now() < deadline, "nginx did not start");
+                std::thread::sleep(std::time::Duration::from_millis(50));
+            }
         }
-        Nginx {
-            child,
-            http_port,
-            https_port,
-        }
+        NginxProcess { child }
     }
 }
 
-impl Drop for Nginx {
+impl Drop for NginxProcess {
     /// SIGTERM, not SIGKILL: the master stops its workers only when it is told to; killed, it
     /// would leave them running.
     fn drop(&mut self) {
@@ -292,5 +276,38 @@ impl Drop for Nginx {
         }
         let _ = self.child.kill();
         let _ = self.child.wait();
+    }
+}
+
+/// nginx serving the files of `root` over HTTP and HTTPS with keep-alive.
+pub struct Nginx {
+    _process: NginxProcess,
+    pub http_port: u16,
+    pub https_port: u16,
+}
+
+impl Nginx {
+    pub fn start(dir: &crate::support::TempDir, root: &Path, cert: &Cert) -> Nginx {
+        let (http_port, https_port) = (free_port(), free_port());
+        let http = format!(
+            r#"    keepalive_timeout 300s;
+    keepalive_requests 100000;
+    server {{
+        listen 127.0.0.1:{http_port};
+        listen 127.0.0.1:{https_port} ssl;
+        ssl_certificate {cert};
+        ssl_certificate_key {key};
+        root {root};
+        default_type application/octet-stream;
+    }}"#,
+            cert = cert.cert.display(),
+            key = cert.key.display(),
+            root = root.display(),
+        );
+        Nginx {
+            _process: NginxProcess::start(dir, &http, &[https_port]),
+            http_port,
+            https_port,
+        }
     }
 }
