@@ -294,9 +294,10 @@ impl Prefilter {
                 AhoCorasick::builder()
                     .ascii_case_insensitive(true)
                     .match_kind(MatchKind::Standard)
-                    // A DFA: it runs once per distinct transformed value on every request,
-                    // and is built once.
-                    .kind(Some(AhoCorasickKind::DFA))
+                    // Not a DFA: over CRS's @pm phrase files it made the process 80 MB
+                    // larger (RSS 120 vs 39 MB with the whole CRS loaded) per rule set, for 2 %
+                    // fewer instructions on a GET and 9 % on a form POST.
+                    .kind(Some(AhoCorasickKind::ContiguousNFA))
                     .build(&patterns)
                     .ok()?,
             )
