@@ -14,11 +14,42 @@ use hoist_tls::offload::{tls_stat, Observed, OffloadEvent, Where};
 
 use crate::server::ServerState;
 
-/// Connection- and TLS-level stats of one listener, as one worker sees them.
-pub struct ListenerStats {
+/// `<scope>ssl.<kind>.<name>` counters whose names are only known at run time (ciphers,
+/// versions, curves, sigalgs, offload fallbacks and errors): created on first use and cached,
+/// so the store's lock is taken once per name per worker. Listeners and upstream clusters
+/// both keep one.
+pub struct SslDynamicCounters {
     store: Arc<Store>,
     scope: String,
     slot: usize,
+    counters: RefCell<HashMap<String, WorkerCounter>>,
+}
+
+impl SslDynamicCounters {
+    pub fn new(store: &Arc<Store>, scope: &str, slot: usize) -> SslDynamicCounters {
+        SslDynamicCounters {
+            store: store.clone(),
+            scope: scope.to_owned(),
+            slot,
+            counters: RefCell::new(HashMap::new()),
+        }
+    }
+
+    /// Increments `<scope>ssl.<kind>.<name>`.
+    pub fn inc(&self, kind: &str, name: &str) {
+        let key = format!("ssl.{kind}.{name}");
+        let mut map = self.counters.borrow_mut();
+        let counter = map.entry(key).or_insert_with_key(|k| {
+            self.store
+                .counter(&format!("{}{k}", self.scope))
+                .bind(self.slot)
+        });
+        counter.inc();
+    }
+}
+
+/// Connection- and TLS-level stats of one listener, as one worker sees them.
+pub struct ListenerStats {
     pub downstream_cx_total: WorkerCounter,
     pub downstream_cx_active: WorkerGauge,
     pub downstream_cx_destroy: WorkerCounter,
@@ -40,9 +71,8 @@ pub struct ListenerStats {
     pub offload_rx_hw: WorkerCounter,
     pub offload_none: WorkerCounter,
     pub offload_unknown: WorkerCounter,
-    /// `ssl.ciphers.<name>`, `ssl.versions.<v>`, `ssl.curves.<c>`, `ssl.sigalgs.<s>`, created on
-    /// first use and cached so the lock in the store is taken once per name per worker.
-    dynamic: RefCell<HashMap<String, WorkerCounter>>,
+    /// `ssl.ciphers.<name>`, `ssl.versions.<v>`, `ssl.curves.<c>`, `ssl.sigalgs.<s>`.
+    dynamic: SslDynamicCounters,
 }
 
 impl ListenerStats {
@@ -76,10 +106,7 @@ impl ListenerStats {
             offload_rx_hw: c("ssl.offload.rx_hw"),
             offload_none: c("ssl.offload.none"),
             offload_unknown: c("ssl.offload.unknown"),
-            dynamic: RefCell::new(HashMap::new()),
-            store: store.clone(),
-            scope: scope.to_string(),
-            slot,
+            dynamic: SslDynamicCounters::new(store, scope, slot),
         }
     }
 
@@ -112,14 +139,7 @@ impl ListenerStats {
     /// Increments `<scope>ssl.<kind>.<name>` (kind: ciphers, versions, curves, sigalgs,
     /// offload.fallback, offload.closed, offload.error).
     pub fn ssl_dynamic(&self, kind: &str, name: &str) {
-        let key = format!("ssl.{kind}.{name}");
-        let mut map = self.dynamic.borrow_mut();
-        let counter = map.entry(key).or_insert_with_key(|k| {
-            self.store
-                .counter(&format!("{}{k}", self.scope))
-                .bind(self.slot)
-        });
-        counter.inc();
+        self.dynamic.inc(kind, name);
     }
 }
 

@@ -10,8 +10,6 @@
 //! `ssl.offload.session_ticket` (TLS 1.3 tickets stored from control records after the switch),
 //! `ssl.offload.rx_expect_no_pad` (TLS 1.3 connections told TLS_RX_EXPECT_NO_PAD).
 
-use std::cell::RefCell;
-use std::collections::HashMap;
 use std::rc::Rc;
 use std::sync::Arc;
 
@@ -23,12 +21,10 @@ use hoist_tls::UserTlsTransport;
 use tokio::net::TcpStream;
 
 use super::conn::{ConnectError, UpstreamStream};
+use crate::stats_scope::SslDynamicCounters;
 
 /// A worker's TLS counters for one cluster.
 pub struct UpstreamTlsStats {
-    store: Arc<Store>,
-    scope: String,
-    slot: usize,
     pub handshake: WorkerCounter,
     pub connection_error: WorkerCounter,
     pub session_reused: WorkerCounter,
@@ -38,7 +34,7 @@ pub struct UpstreamTlsStats {
     pub offload_rx_hw: WorkerCounter,
     pub offload_none: WorkerCounter,
     pub offload_unknown: WorkerCounter,
-    dynamic: RefCell<HashMap<String, WorkerCounter>>,
+    dynamic: SslDynamicCounters,
 }
 
 /// The fixed counters, created at load so they show as 0.
@@ -67,23 +63,13 @@ impl UpstreamTlsStats {
             offload_rx_hw: c(COUNTERS[6]),
             offload_none: c(COUNTERS[7]),
             offload_unknown: c(COUNTERS[8]),
-            dynamic: RefCell::new(HashMap::new()),
-            store: store.clone(),
-            scope: scope.to_owned(),
-            slot,
+            dynamic: SslDynamicCounters::new(store, scope, slot),
         }
     }
 
     /// Increments `<scope>ssl.<kind>.<name>`.
     pub fn dynamic(&self, kind: &str, name: &str) {
-        let key = format!("ssl.{kind}.{name}");
-        let mut map = self.dynamic.borrow_mut();
-        let counter = map.entry(key).or_insert_with_key(|k| {
-            self.store
-                .counter(&format!("{}{k}", self.scope))
-                .bind(self.slot)
-        });
-        counter.inc();
+        self.dynamic.inc(kind, name);
     }
 
     fn observed(&self, o: &Observed) {
