@@ -63,14 +63,7 @@ struct Counted {
 
 impl Drop for Counted {
     fn drop(&mut self) {
-        if let Some(s) = &self.cluster.stats {
-            s.upstream_cx_active.dec();
-        }
-        if let Some(e) = self.cluster.info.endpoints.get(self.endpoint) {
-            HostStats::dec(&e.stats.cx_active);
-        }
-        Resources::release(&self.cluster.info.resources.connections);
-        self.cluster.released.notify_one();
+        self.cluster.connection_closed(self.endpoint);
     }
 }
 

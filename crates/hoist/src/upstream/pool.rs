@@ -108,14 +108,7 @@ impl Connection {
 
 impl Drop for Connection {
     fn drop(&mut self) {
-        if let Some(s) = &self.cluster.stats {
-            s.upstream_cx_active.dec();
-        }
-        if let Some(e) = self.cluster.info.endpoints.get(self.endpoint) {
-            HostStats::dec(&e.stats.cx_active);
-        }
-        Resources::release(&self.cluster.info.resources.connections);
-        self.cluster.released.notify_one();
+        self.cluster.connection_closed(self.endpoint);
     }
 }
 
@@ -170,6 +163,19 @@ impl Drop for Pending<'_> {
 }
 
 impl WorkerCluster {
+    /// Accounting for an upstream connection (HTTP/1.1 or HTTP/2) that went away: the
+    /// active gauges, the circuit breaker's connection slot, and a waiter for that slot.
+    pub fn connection_closed(&self, endpoint: usize) {
+        if let Some(s) = &self.stats {
+            s.upstream_cx_active.dec();
+        }
+        if let Some(e) = self.info.endpoints.get(endpoint) {
+            HostStats::dec(&e.stats.cx_active);
+        }
+        Resources::release(&self.info.resources.connections);
+        self.released.notify_one();
+    }
+
     /// Chooses the endpoint for a request and counts the request on it. `hash`: the route's
     /// hash_policy result, for RING_HASH and MAGLEV clusters.
     pub fn pick(self: &Rc<Self>, hash: Option<u64>) -> Result<ActiveRequest, PickError> {
