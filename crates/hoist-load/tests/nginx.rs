@@ -12,7 +12,7 @@ use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use hoist_load::{run, LoadError, LoadOptions, TlsVersion};
-use support::{free_port, Nginx, KB1, MB10};
+use support::{Nginx, RefusingPort, KB1, MB10};
 
 fn opts(url: String) -> LoadOptions {
     LoadOptions {
@@ -202,8 +202,8 @@ fn connection_close_responses_reconnect() {
 
 #[test]
 fn socket_errors_against_a_closed_port() {
-    let port = free_port();
-    let url = format!("http://127.0.0.1:{port}/");
+    let refusing = RefusingPort::new();
+    let url = format!("http://127.0.0.1:{}/", refusing.port);
     let r = run(&LoadOptions {
         connections: 2,
         count: Some(4),

@@ -275,12 +275,9 @@ fn a_failed_fetch_refuses_the_request_as_envoy_does() {
     let dir = TempDir::new("jwt-fetch-fail");
     let pki = pki(&dir.0, "jwks.test");
     let set = pyjwt("", ISS, AUD);
-    // Nothing listens there: a port taken and released.
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
+    // Nothing listens there: a port bound but not listening.
+    let refusing = support::RefusingPort::new();
+    let port = refusing.port;
     let cfg = write_config(
         &dir,
         remote_provider("60s", false),

@@ -231,12 +231,9 @@ fn keep_alive_connections_are_reused() {
 fn upstream_failures_are_envoys_local_replies() {
     let dir = TempDir::new("up-fail");
     let a = Origin::start("a");
-    // A port nothing listens on: bind, note, close.
-    let dead = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
+    // A port nothing listens on.
+    let refusing = support::RefusingPort::new();
+    let dead = refusing.port;
     let clusters = cluster("web", &[(a.port, 1)], "")
         + &cluster("dead", &[(dead, 1)], "    connect_timeout: 1s\n");
     let routes = route("{prefix: /dead}", "{cluster: dead}")
@@ -442,11 +439,8 @@ fn upstream_tls_verifies_the_certificate_and_its_names() {
 fn retries_by_policy_then_retry_limit_exceeded() {
     let dir = TempDir::new("up-retry");
     let a = Origin::start("a");
-    let dead = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
+    let refusing = support::RefusingPort::new();
+    let dead = refusing.port;
     let clusters = cluster(
         "half",
         &[(dead, 1), (a.port, 1)],

@@ -23,10 +23,8 @@ fn seen_by(origin: &Origin) -> Vec<Value> {
 fn shadow_requests_reach_the_mirror_cluster_and_are_dropped() {
     let dir = TempDir::new("up-mirror");
     let (main, mirror) = (Origin::start("main"), Origin::start("mirror"));
-    let closed = {
-        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-        l.local_addr().unwrap().port()
-    };
+    let refusing = support::RefusingPort::new();
+    let closed = refusing.port;
     let clusters = cluster("main", &[(main.port, 1)], "")
         + &cluster("mirror", &[(mirror.port, 1)], "")
         + &cluster("never", &[(mirror.port, 1)], "")

@@ -85,10 +85,8 @@ fn consecutive_5xx_ejects_a_host_until_its_ejection_time_is_over() {
 fn max_ejection_percent_and_gateway_failures_from_connect_errors() {
     let dir = TempDir::new("up-outlier-max");
     let (a, b, c) = (Origin::start("a"), Origin::start("b"), Origin::start("c"));
-    let closed = {
-        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-        l.local_addr().unwrap().port()
-    };
+    let refusing = support::RefusingPort::new();
+    let closed = refusing.port;
     let clusters = cluster(
         "all",
         &[(a.port, 1), (b.port, 1), (c.port, 1)],

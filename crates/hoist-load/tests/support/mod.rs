@@ -23,7 +23,28 @@ pub struct Nginx {
     pub ca: PathBuf,
 }
 
-/// A port nothing listens on right now.
+/// A loopback port that refuses connections while this value lives: bound, never listening, so
+/// no parallel test's server can be given it (as a port bound and released at once can be).
+pub struct RefusingPort {
+    _socket: socket2::Socket,
+    pub port: u16,
+}
+
+impl RefusingPort {
+    pub fn new() -> RefusingPort {
+        let socket =
+            socket2::Socket::new(socket2::Domain::IPV4, socket2::Type::STREAM, None).unwrap();
+        let addr = std::net::SocketAddr::from(([127, 0, 0, 1], 0));
+        socket.bind(&addr.into()).unwrap();
+        let port = socket.local_addr().unwrap().as_socket().unwrap().port();
+        RefusingPort {
+            _socket: socket,
+            port,
+        }
+    }
+}
+
+/// A port nothing listens on right now, for a server about to bind it.
 pub fn free_port() -> u16 {
     TcpListener::bind("127.0.0.1:0")
         .unwrap()

@@ -14,6 +14,30 @@ use std::time::{Duration, Instant};
 
 pub const BIN: &str = env!("CARGO_BIN_EXE_hoist");
 
+/// A loopback port that refuses connections for as long as this value lives. The socket is
+/// bound but never listens, so a connect gets a reset, and no other process can be given the
+/// port meanwhile: a port bound and released at once can be handed to a parallel test's origin,
+/// which then answers where the test expects a connect failure.
+pub struct RefusingPort {
+    _socket: socket2::Socket,
+    pub port: u16,
+}
+
+impl RefusingPort {
+    pub fn new() -> RefusingPort {
+        let socket =
+            socket2::Socket::new(socket2::Domain::IPV4, socket2::Type::STREAM, None).unwrap();
+        socket
+            .bind(&SocketAddr::from(([127, 0, 0, 1], 0)).into())
+            .unwrap();
+        let port = socket.local_addr().unwrap().as_socket().unwrap().port();
+        RefusingPort {
+            _socket: socket,
+            port,
+        }
+    }
+}
+
 /// A scratch directory removed when dropped.
 pub struct TempDir(pub PathBuf);
 
