@@ -20,6 +20,8 @@ pub struct ChainNode {
     pub transform: Option<Transform>,
     /// Number of transformations from the root.
     pub depth: u32,
+    /// The transformations on the way from the root, as `Transform::bit`s.
+    pub mask: u64,
 }
 
 #[derive(Debug, Clone)]
@@ -37,6 +39,7 @@ impl Default for Chains {
                 parent: EMPTY_CHAIN,
                 transform: None,
                 depth: 0,
+                mask: 0,
             }],
             paths: vec![vec![EMPTY_CHAIN]],
         }
@@ -57,11 +60,12 @@ impl Chains {
             at = match found {
                 Some(i) => to_id(i),
                 None => {
-                    let depth = self.nodes[at as usize].depth + 1;
+                    let parent = self.nodes[at as usize];
                     self.nodes.push(ChainNode {
                         parent: at,
                         transform: Some(t),
-                        depth,
+                        depth: parent.depth + 1,
+                        mask: parent.mask | t.bit(),
                     });
                     let id = to_id(self.nodes.len() - 1);
                     let mut path = self.paths[at as usize].clone();
@@ -72,6 +76,11 @@ impl Chains {
             };
         }
         at
+    }
+
+    /// The transformations of chain `id` as `Transform::bit`s.
+    pub fn mask(&self, id: ChainId) -> u64 {
+        self.nodes.get(id as usize).map_or(u64::MAX, |n| n.mask)
     }
 
     pub fn node(&self, id: ChainId) -> ChainNode {
@@ -127,6 +136,7 @@ mod tests {
         assert_eq!(c.intern(&[]), EMPTY_CHAIN);
         assert_eq!(c.transforms(a), vec![UrlDecodeUni, Lowercase]);
         assert_eq!(c.node(a).depth, 2);
+        assert_eq!(c.node(a).mask, UrlDecodeUni.bit() | Lowercase.bit());
         assert_eq!(c.path(a), &[EMPTY_CHAIN, p, a]);
         assert_eq!(c.path(EMPTY_CHAIN), &[EMPTY_CHAIN]);
     }

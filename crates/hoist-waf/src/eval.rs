@@ -98,7 +98,7 @@ impl Transaction {
             }
         }
         // Moved out so the cache can grow while `items` borrows the transaction.
-        let mut cache = std::mem::take(&mut self.values);
+        let mut cache = self.values.take().unwrap_or_default();
         let mut items = Items::new();
         for target in &rule.targets.targets {
             self.collect(target, &exclusions, &mut items);
@@ -111,7 +111,18 @@ impl Transaction {
         let prefilter = rule
             .prefilter_slot
             .and_then(|slot| Some((slot, rules.prefilter()?)));
+        let chain_mask = rules.chains.mask(rule.chain);
         for item in &items {
+            // The literals the regex needs are in none of the value's transformations' hits,
+            // known without transforming it: no match, and nothing to record.
+            if let (Some((slot, p)), Some(vslot), false, false) =
+                (prefilter, item.slot, rule.negated, rule.actions.multi_match)
+            {
+                let kept = cache.hits_kept(vslot, &item.value, chain_mask, rules.chains.len(), p);
+                if kept.is_some_and(|bits| !crate::prefilter::has_slot(bits, slot)) {
+                    continue;
+                }
+            }
             let hit;
             let value: Cow<'_, [u8]>;
             match item.slot {
@@ -166,7 +177,7 @@ impl Transaction {
         }
         drop(items);
         drop(exclusions);
-        self.values = cache;
+        self.values = Some(cache);
         if matched.is_empty() {
             return false;
         }

@@ -3,17 +3,27 @@
 //! Most CRS rules inspect the same few target lists (`ARGS|ARGS_NAMES|REQUEST_COOKIES|...`)
 //! under a few dozen transformation chains. Per transaction, the prefilter hits of every
 //! value a (target, chain) pair yields are OR-ed into one union, computed on first use and
-//! shared by every rule on that pair until a value changes (see `GateCache::changed`). A rule whose prefilter bit is in none of its targets'
-//! unions cannot match any of its values, so it is skipped whole: no collection, no
-//! per-value lookups. Exclusions (`!ARGS:foo`, ctl:ruleRemoveTargetById) only remove values,
-//! so a union over the unexcluded target is a superset and the skip stays exact. Negated and
-//! multiMatch rules are never gated: they can match where no literal occurs.
+//! shared by every rule on that pair until a value changes (see `GateCache::changed`). A
+//! rule whose prefilter bit is in none of its targets' unions cannot match any of its
+//! values, so it is skipped whole: no collection, no per-value lookups. Exclusions
+//! (`!ARGS:foo`, ctl:ruleRemoveTargetById) only remove values, so a union over the
+//! unexcluded target is a superset and the skip stays exact. Negated and multiMatch rules
+//! are never gated: they can match where no literal occurs.
+//!
+//! Most values have nothing any decoder would change, and the prefilter ignores case, so
+//! most chains leave a value's hits as they are (`Transform::keeps_prefilter_hits`). Each
+//! target is therefore summarized once (the OR of its values' own hits, the transformations
+//! that keep every value's hits) and a union starts from that OR; only values a chain may
+//! change are transformed and scanned. Starting from every value's own hits makes a union a
+//! superset, which can only open a gate, never close one wrongly.
 
 use crate::chains::ChainId;
 use crate::collections::Items;
 use crate::prefilter::has_slot;
+use crate::prefilter::Prefilter;
 use crate::rules::Rule;
 use crate::transaction::Transaction;
+use crate::values::ValueCache;
 use crate::variables::{Selector, Target, Targets, VarName};
 use std::collections::HashMap;
 
@@ -21,6 +31,8 @@ use std::collections::HashMap;
 #[derive(Debug)]
 pub(crate) struct GateDef {
     pub target: Target,
+    /// The target's id among the distinct targets of all gates (see `TargetSummary`).
+    pub target_id: u32,
     pub chain: ChainId,
 }
 
@@ -28,6 +40,7 @@ pub(crate) struct GateDef {
 #[derive(Default)]
 pub(crate) struct GateTable {
     index: HashMap<String, u32>,
+    targets: HashMap<String, u32>,
     defs: Vec<GateDef>,
 }
 
@@ -50,11 +63,18 @@ impl GateTable {
                 Selector::Regex(r) => format!("r:{}", r.as_str()),
                 Selector::Prefix(p) => format!("p:{p}"),
             };
-            let key = format!("{:?}|{selector}|{chain}", target.var);
+            let target_key = format!("{:?}|{selector}", target.var);
+            let next_target = u32::try_from(self.targets.len()).ok()?;
+            let target_id = *self
+                .targets
+                .entry(target_key.clone())
+                .or_insert(next_target);
+            let key = format!("{target_key}|{chain}");
             let next = u32::try_from(self.defs.len()).ok()?;
             let id = *self.index.entry(key).or_insert_with(|| {
                 self.defs.push(GateDef {
                     target: target.clone(),
+                    target_id,
                     chain,
                 });
                 next
@@ -85,7 +105,21 @@ fn stable(var: VarName) -> bool {
 pub(crate) struct GateCache {
     /// Per gate id: 1 + the start of its union in `bits`, 0 while not computed.
     at: Vec<u32>,
+    /// Per target id, once computed.
+    targets: Vec<Option<TargetSummary>>,
     bits: Vec<u64>,
+}
+
+/// What the values of one target have in common, so that a union under a chain that
+/// transforms none of them in a way the prefilter sees costs no per-value work.
+#[derive(Debug, Clone, Copy)]
+struct TargetSummary {
+    /// The transformations that keep the prefilter hits of every value (the AND of their
+    /// `Transform::hit_keeping_mask`s).
+    keeping: u64,
+    /// Start in `GateCache::bits` of the OR of the values' own hits; `None` when some value
+    /// has no cache slot (its hits are unknown).
+    hits: Option<usize>,
 }
 
 impl GateCache {
@@ -94,6 +128,7 @@ impl GateCache {
     /// A GET changes nothing between phases 1 and 2, so phase 2 reuses phase 1's unions.
     pub fn changed(&mut self) {
         self.at.clear();
+        self.targets.clear();
         self.bits.clear();
     }
 }
@@ -126,21 +161,50 @@ impl Transaction {
         let def = rules.gates.get(gi)?;
         let prefilter = rules.prefilter()?;
         let words = prefilter.words();
-        let tag = u32::try_from(self.gate_cache.bits.len() + 1).ok()?;
-        // Both moved out so they can grow while `items` borrows the transaction.
-        let mut cache = std::mem::take(&mut self.values);
+        // Moved out so they can grow while `items` borrows the transaction.
+        let mut cache = self.values.take().unwrap_or_default();
         let mut all = std::mem::take(&mut self.gate_cache.bits);
-        let start = all.len();
-        all.resize(start + words, 0);
-        let union = all.get_mut(start..).unwrap_or_default();
+        let mut targets = std::mem::take(&mut self.gate_cache.targets);
         let mut items = Items::new();
         self.collect(&def.target, &[], &mut items);
-        let mut known = true;
-        for item in &items {
+        let (chain_mask, chains) = (rules.chains.mask(def.chain), rules.chains.len());
+        let summary = match targets.get(def.target_id as usize) {
+            Some(Some(summary)) => *summary,
+            _ => {
+                let summary = summarize(&items, &mut cache, &mut all, chains, prefilter);
+                let t = def.target_id as usize;
+                if targets.len() <= t {
+                    targets.resize(t + 1, None);
+                }
+                if let Some(entry) = targets.get_mut(t) {
+                    *entry = Some(summary);
+                }
+                summary
+            }
+        };
+        let start = all.len();
+        let tag = u32::try_from(start + 1).ok()?;
+        all.resize(start + words, 0);
+        let (before, union) = all.split_at_mut(start);
+        let mut known = summary.hits.is_some();
+        if let Some(hits) = summary.hits.and_then(|h| before.get(h..h + words)) {
+            // Every value's own hits: a superset of the hits of the values the chain keeps,
+            // which are then skipped below (a superset union only opens a gate more often).
+            union.copy_from_slice(hits);
+        }
+        // Values the chain may change: their transformed hits too.
+        let all_kept = chain_mask & !summary.keeping == 0;
+        for item in items
+            .iter()
+            .take(if known && !all_kept { usize::MAX } else { 0 })
+        {
             let Some(slot) = item.slot else {
                 known = false;
                 break;
             };
+            if cache.keeps_hits(slot, &item.value, chain_mask, chains) {
+                continue;
+            }
             let (_, bits) = cache.get(slot, &item.value, def.chain, &rules.chains, Some(prefilter));
             match bits {
                 Some(bits) => union.iter_mut().zip(bits).for_each(|(u, b)| *u |= b),
@@ -154,8 +218,9 @@ impl Transaction {
             union.fill(u64::MAX);
         }
         drop(items);
-        self.values = cache;
+        self.values = Some(cache);
         self.gate_cache.bits = all;
+        self.gate_cache.targets = targets;
         if self.gate_cache.at.len() <= gi {
             self.gate_cache.at.resize(gi + 1, 0);
         }
@@ -163,5 +228,42 @@ impl Transaction {
             *at = tag;
         }
         Some(start)
+    }
+}
+
+/// The `TargetSummary` of a target's values; their own hits are ORed into new room at the
+/// end of `bits`.
+fn summarize(
+    items: &Items<'_>,
+    cache: &mut ValueCache,
+    bits: &mut Vec<u64>,
+    chains: usize,
+    prefilter: &Prefilter,
+) -> TargetSummary {
+    let words = prefilter.words();
+    let start = bits.len();
+    bits.resize(start + words, 0);
+    let mut keeping = u64::MAX;
+    for item in items {
+        let Some(slot) = item.slot else {
+            return TargetSummary {
+                keeping: 0,
+                hits: None,
+            };
+        };
+        let Some((mask, own)) = cache.own_hits(slot, &item.value, chains, prefilter) else {
+            return TargetSummary {
+                keeping: 0,
+                hits: None,
+            };
+        };
+        keeping &= mask;
+        if let Some(out) = bits.get_mut(start..) {
+            out.iter_mut().zip(own).for_each(|(u, b)| *u |= b);
+        }
+    }
+    TargetSummary {
+        keeping,
+        hits: Some(start),
     }
 }

@@ -92,8 +92,11 @@ pub struct Transaction {
     pub(crate) allowed: bool,
     pub(crate) matched: Vec<MatchedRule>,
     pub(crate) phases_done: u8,
-    /// Transformed values (and prefilter hits) of the request's stable values.
-    pub(crate) values: ValueCache,
+    /// Transformed values (and prefilter hits) of the request's stable values. Boxed: rule
+    /// evaluation moves it out while targets borrow the transaction (`take_values`), and
+    /// moving a pointer is cheaper than moving the cache, hundreds of times per request.
+    /// `None` only while moved out.
+    pub(crate) values: Option<Box<ValueCache>>,
     /// Which prefiltered rules can match at all, until a value changes (see `gates`).
     pub(crate) gate_cache: crate::gates::GateCache,
 }
@@ -171,7 +174,7 @@ impl Transaction {
             allowed: false,
             matched: Vec::new(),
             phases_done: 0,
-            values: ValueCache::default(),
+            values: Some(Box::default()),
             gate_cache: Default::default(),
         }
     }
@@ -179,7 +182,7 @@ impl Transaction {
     /// The request line as received: `uri` is the request target (origin or absolute form).
     pub fn process_request_line(&mut self, method: &str, uri: &str, protocol: &str) {
         self.gate_cache.changed();
-        self.values.clear();
+        self.values_mut().clear();
         self.method = method.to_string();
         self.protocol = protocol.to_string();
         self.uri_raw = uri.to_string();
@@ -238,8 +241,8 @@ impl Transaction {
             + self.files.len();
         let rules = &self.rules;
         let words = rules.prefilter().map_or(0, |p| p.words());
-        self.values
-            .reserve(2 * members + 10, rules.chains.len(), words);
+        let chains = rules.chains.len();
+        self.values_mut().reserve(2 * members + 10, chains, words);
     }
 
     /// Buffers body bytes up to SecRequestBodyLimit; returns false once the limit is passed
@@ -339,8 +342,8 @@ impl Transaction {
             Some(BodyProcessor::Xml) => match body::parse_xml(&body) {
                 Ok(x) => {
                     self.xml = x;
-                    self.values.invalidate_list(XML_TEXTS_LIST);
-                    self.values.invalidate_list(XML_ATTRIBUTES_LIST);
+                    self.values_mut().invalidate_list(XML_TEXTS_LIST);
+                    self.values_mut().invalidate_list(XML_ATTRIBUTES_LIST);
                 }
                 Err(e) => self.reqbody_error = Some(e),
             },
@@ -411,9 +414,13 @@ impl Transaction {
         self.run_phase(5);
     }
 
+    fn values_mut(&mut self) -> &mut ValueCache {
+        self.values.get_or_insert_with(Box::default)
+    }
+
     fn invalidate_scalar(&mut self, var: VarName) {
         if let Some(slot) = scalar_slot(var) {
-            self.values.invalidate(slot);
+            self.values_mut().invalidate(slot);
         }
     }
 

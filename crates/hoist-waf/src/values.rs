@@ -48,6 +48,16 @@ const MAX_RESERVED_VALUES: usize = 1024;
 /// Collections only ever appended to: see `Transaction::list_code`.
 pub(crate) const LISTS: usize = 16;
 
+/// A slot's region in `ValueCache::table`: per chain id its entry, per transformation its
+/// memo (see `ValueCache::transform`), then the value's `Transform::hit_keeping_mask` with
+/// `MASK_KNOWN` set once computed.
+fn region_len(chains: usize) -> usize {
+    chains + Transform::COUNT + 1
+}
+
+const MASK_KNOWN: u32 = 1 << 31;
+const _MASK_FITS: () = assert!(Transform::COUNT < 32);
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Val {
     /// The value as collected (no transformation changed it).
@@ -95,7 +105,7 @@ impl ValueCache {
         let values = values.min(MAX_RESERVED_VALUES);
         let want = |len: usize, per: usize| (values * per).saturating_sub(len);
         self.table
-            .reserve(want(self.table.len(), chains + Transform::COUNT));
+            .reserve(want(self.table.len(), region_len(chains)));
         self.entries.reserve(want(self.entries.len(), chains / 2));
         self.bufs.reserve(want(self.bufs.len(), 4));
         self.buf_bits.reserve(want(self.buf_bits.len(), 4));
@@ -134,15 +144,14 @@ impl ValueCache {
         }
     }
 
-    /// Start in `table` of `slot`'s region (`chains` long, the same for every slot),
-    /// allocated on first use.
+    /// Start in `table` of `slot`'s region (`region_len(chains)` long), allocated on first use.
     fn region(&mut self, slot: Slot, chains: usize) -> Option<usize> {
         let next = self.table.len();
         let base = self.base_mut(slot)?;
         match *base {
             0 => {
                 *base = u32::try_from(next + 1).ok()?;
-                self.table.resize(next + chains + Transform::COUNT, 0);
+                self.table.resize(next + region_len(chains), 0);
                 Some(next)
             }
             b => Some(b as usize - 1),
@@ -209,6 +218,64 @@ impl ValueCache {
         let this: &'v ValueCache = self;
         let bits = bits.and_then(|(s, words)| this.bits.get(s..s + words));
         (this.resolve(entry.value, original), bits)
+    }
+
+    /// The prefilter hits of `original` under a chain with transformations `chain_mask`
+    /// (`Chains::mask`), without transforming anything, when every step of that chain keeps
+    /// them (`Transform::keeps_prefilter_hits`): the common case of a value with nothing to
+    /// decode. `None` when the chain may change them; then `get` tells.
+    pub fn hits_kept<'v>(
+        &'v mut self,
+        slot: Slot,
+        original: &[u8],
+        chain_mask: u64,
+        chains: usize,
+        p: &Prefilter,
+    ) -> Option<&'v [u64]> {
+        if !self.keeps_hits(slot, original, chain_mask, chains) {
+            return None;
+        }
+        self.own_hits(slot, original, chains, p)
+            .map(|(_, hits)| hits)
+    }
+
+    /// True when every transformation in `chain_mask` keeps the prefilter hits of `original`.
+    pub fn keeps_hits(
+        &mut self,
+        slot: Slot,
+        original: &[u8],
+        chain_mask: u64,
+        chains: usize,
+    ) -> bool {
+        self.region(slot, chains)
+            .and_then(|region| self.keeping_mask(region, chains, original))
+            .is_some_and(|keeping| chain_mask & !keeping == 0)
+    }
+
+    /// The value's `Transform::hit_keeping_mask` and its own prefilter hits.
+    pub fn own_hits<'v>(
+        &'v mut self,
+        slot: Slot,
+        original: &[u8],
+        chains: usize,
+        p: &Prefilter,
+    ) -> Option<(u64, &'v [u64])> {
+        let region = self.region(slot, chains)?;
+        let keeping = self.keeping_mask(region, chains, original)?;
+        let start = self.bits_of(region, Val::Original, original, p);
+        Some((keeping, self.bits.get(start..start + p.words())?))
+    }
+
+    /// `Transform::hit_keeping_mask` of the value whose region starts at `region`, computed
+    /// on first use.
+    fn keeping_mask(&mut self, region: usize, chains: usize, original: &[u8]) -> Option<u64> {
+        let at = region + chains + Transform::COUNT;
+        let stored = self.table.get_mut(at)?;
+        if *stored & MASK_KNOWN == 0 {
+            // Fits: COUNT < 32 bits.
+            *stored = Transform::hit_keeping_mask(original) as u32 | MASK_KNOWN;
+        }
+        Some(u64::from(*stored & !MASK_KNOWN))
     }
 
     /// Where the prefilter hits of `value` start in `bits`, scanning it on first use: one

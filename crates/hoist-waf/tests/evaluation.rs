@@ -223,3 +223,42 @@ SecRule ARGS "@rx ^bb$" "id:4,phase:1,pass,nolog,t:none,t:urlDecodeUni,t:lowerca
     assert_eq!(tx_var(&tx, "wrong"), None);
     assert_eq!(tx_var(&tx, "same").as_deref(), Some("1"));
 }
+
+/// A value whose own prefilter hits stand for a chain's (nothing the chain does changes what
+/// the prefilter sees) skips the chain; one the chain does change is transformed first. Both
+/// through a gate (two rules share the target and chain) and per value in the rule itself.
+#[test]
+fn values_are_transformed_where_the_chain_changes_what_the_prefilter_sees() {
+    let r = rules(
+        r#"
+SecRule REQUEST_HEADERS "@rx select" "id:1,phase:1,pass,nolog,t:none,t:urlDecodeUni,t:lowercase,setvar:tx.decoded=1"
+SecRule REQUEST_HEADERS "@rx union" "id:2,phase:1,pass,nolog,t:none,t:urlDecodeUni,t:lowercase,setvar:tx.union=1"
+SecRule REQUEST_HEADERS "@rx select" "id:3,phase:1,pass,nolog,t:none,t:lowercase,setvar:tx.cased=1"
+SecRule REQUEST_HEADERS "@rx a b" "id:4,phase:1,pass,nolog,t:none,t:compressWhitespace,setvar:tx.spaces=1"
+SecRule REQUEST_HEADERS "@rx ab" "id:5,phase:1,pass,nolog,t:none,t:removeWhitespace,setvar:tx.removed=1"
+"#,
+    );
+    let run = |headers: &[(&str, &[u8])]| {
+        let mut tx = Transaction::new(r.clone(), "10.0.0.1", "t");
+        tx.process_request_line("GET", "/", "HTTP/1.1");
+        for (k, v) in headers {
+            tx.add_request_header(k, v);
+        }
+        tx.process_request_headers();
+        tx
+    };
+    // `%73` is `s`: only the decoded value holds the literal.
+    let tx = run(&[("Host", b"example.com"), ("X-A", b"%73ELECT 1")]);
+    assert_eq!(tx_var(&tx, "decoded").as_deref(), Some("1"));
+    assert_eq!(tx_var(&tx, "cased"), None);
+    assert_eq!(tx_var(&tx, "union"), None);
+    // Case alone never hides a literal from the prefilter.
+    let tx = run(&[("X-A", b"SELECT UNION")]);
+    assert_eq!(tx_var(&tx, "decoded").as_deref(), Some("1"));
+    assert_eq!(tx_var(&tx, "cased").as_deref(), Some("1"));
+    assert_eq!(tx_var(&tx, "union").as_deref(), Some("1"));
+    // Whitespace transformations make literals that were not there.
+    let tx = run(&[("X-A", b"a\t\tb"), ("X-B", b"a  b")]);
+    assert_eq!(tx_var(&tx, "spaces").as_deref(), Some("1"));
+    assert_eq!(tx_var(&tx, "removed").as_deref(), Some("1"));
+}

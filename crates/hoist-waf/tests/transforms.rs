@@ -201,3 +201,94 @@ fn encodings_and_hashes() {
         b"a9993e364706816aba3e25717850c26c9cd0d89d"
     );
 }
+
+const EVERY_TRANSFORM: &[&str] = &[
+    "lowercase",
+    "uppercase",
+    "urlDecode",
+    "urlDecodeUni",
+    "urlEncode",
+    "htmlEntityDecode",
+    "jsDecode",
+    "cssDecode",
+    "utf8toUnicode",
+    "removeNulls",
+    "replaceNulls",
+    "removeWhitespace",
+    "compressWhitespace",
+    "replaceComments",
+    "removeComments",
+    "removeCommentsChar",
+    "cmdLine",
+    "normalisePath",
+    "normalisePathWin",
+    "escapeSeqDecode",
+    "base64Decode",
+    "base64DecodeExt",
+    "base64Encode",
+    "hexEncode",
+    "hexDecode",
+    "length",
+    "sha1",
+    "trim",
+    "trimLeft",
+    "trimRight",
+];
+
+/// Every string of up to three bytes over the bytes the no-op checks look at, plus letters.
+fn small_inputs() -> Vec<Vec<u8>> {
+    let alphabet = b"%+&\\\x00 \t\xa0\xc3/*-#.aZ";
+    let mut out = vec![Vec::new()];
+    let mut last = vec![Vec::new()];
+    for _ in 0..3 {
+        let mut next = Vec::new();
+        for s in &last {
+            for &b in alphabet {
+                let mut v: Vec<u8> = s.clone();
+                v.push(b);
+                next.push(v);
+            }
+        }
+        out.extend(next.iter().cloned());
+        last = next;
+    }
+    out
+}
+
+/// The one-pass mask agrees with `keeps_prefilter_hits` for every transformation.
+#[test]
+fn hit_keeping_mask_matches_each_transformation() {
+    for input in small_inputs() {
+        let mask = Transform::hit_keeping_mask(&input);
+        for name in EVERY_TRANSFORM {
+            let t = Transform::parse(name).unwrap().unwrap();
+            assert_eq!(
+                mask & t.bit() != 0,
+                t.keeps_prefilter_hits(&input),
+                "{name} on {input:?}"
+            );
+        }
+    }
+}
+
+/// What makes the mask sound along a chain: whether a transformation is a no-op does not
+/// depend on ASCII case (the case transformations aside), so it holds for every value a
+/// chain of kept steps produces from the original.
+#[test]
+fn no_op_checks_ignore_ascii_case() {
+    for input in small_inputs() {
+        for name in EVERY_TRANSFORM {
+            let t = Transform::parse(name).unwrap().unwrap();
+            if matches!(t, Transform::Lowercase | Transform::Uppercase) {
+                continue;
+            }
+            for changed in [input.to_ascii_lowercase(), input.to_ascii_uppercase()] {
+                assert_eq!(
+                    t.is_noop_for(&input),
+                    t.is_noop_for(&changed),
+                    "{name} on {input:?}"
+                );
+            }
+        }
+    }
+}
