@@ -157,22 +157,46 @@ impl Transaction {
                 return Some(at as usize - 1);
             }
         }
+        // Moved out so they can grow while collected items borrow the transaction.
+        let mut cache = self.values.take().unwrap_or_default();
+        let mut bits = std::mem::take(&mut self.gate_cache.bits);
+        let mut targets = std::mem::take(&mut self.gate_cache.targets);
+        let start = self.compute_union(gi, &mut cache, &mut bits, &mut targets);
+        self.values = Some(cache);
+        self.gate_cache.bits = bits;
+        self.gate_cache.targets = targets;
+        let start = start?;
+        if self.gate_cache.at.len() <= gi {
+            self.gate_cache.at.resize(gi + 1, 0);
+        }
+        if let Some(at) = self.gate_cache.at.get_mut(gi) {
+            *at = u32::try_from(start + 1).ok()?;
+        }
+        Some(start)
+    }
+
+    /// Gate `gi`'s union, in `bits` from the returned start: the target's summary itself
+    /// when the chain keeps every value's hits, else the summary with the transformed hits
+    /// of the values the chain may change added.
+    fn compute_union(
+        &self,
+        gi: usize,
+        cache: &mut ValueCache,
+        bits: &mut Vec<u64>,
+        targets: &mut Vec<Option<TargetSummary>>,
+    ) -> Option<usize> {
         let rules = &self.rules;
         let def = rules.gates.get(gi)?;
         let prefilter = rules.prefilter()?;
         let words = prefilter.words();
-        // Moved out so they can grow while `items` borrows the transaction.
-        let mut cache = self.values.take().unwrap_or_default();
-        let mut all = std::mem::take(&mut self.gate_cache.bits);
-        let mut targets = std::mem::take(&mut self.gate_cache.targets);
-        let mut items = Items::new();
-        self.collect(&def.target, &[], &mut items);
         let (chain_mask, chains) = (rules.chains.mask(def.chain), rules.chains.len());
-        let summary = match targets.get(def.target_id as usize) {
+        let t = def.target_id as usize;
+        let mut items = Items::new();
+        let summary = match targets.get(t) {
             Some(Some(summary)) => *summary,
             _ => {
-                let summary = summarize(&items, &mut cache, &mut all, chains, prefilter);
-                let t = def.target_id as usize;
+                self.collect(&def.target, &[], &mut items);
+                let summary = summarize(&items, cache, bits, chains, prefilter);
                 if targets.len() <= t {
                     targets.resize(t + 1, None);
                 }
@@ -182,22 +206,24 @@ impl Transaction {
                 summary
             }
         };
-        let start = all.len();
-        let tag = u32::try_from(start + 1).ok()?;
-        all.resize(start + words, 0);
-        let (before, union) = all.split_at_mut(start);
-        let mut known = summary.hits.is_some();
-        if let Some(hits) = summary.hits.and_then(|h| before.get(h..h + words)) {
-            // Every value's own hits: a superset of the hits of the values the chain keeps,
-            // which are then skipped below (a superset union only opens a gate more often).
-            union.copy_from_slice(hits);
+        let Some(hits) = summary.hits else {
+            // Some value's hits are unknown: every rule on the gate must be evaluated.
+            let start = bits.len();
+            bits.resize(start + words, u64::MAX);
+            return Some(start);
+        };
+        if chain_mask & !summary.keeping == 0 {
+            return Some(hits);
         }
-        // Values the chain may change: their transformed hits too.
-        let all_kept = chain_mask & !summary.keeping == 0;
-        for item in items
-            .iter()
-            .take(if known && !all_kept { usize::MAX } else { 0 })
-        {
+        if items.is_empty() {
+            self.collect(&def.target, &[], &mut items);
+        }
+        // Every value's own hits (a superset of those of the values the chain keeps, which
+        // only opens a gate more often), plus the transformed hits of the others.
+        let start = bits.len();
+        bits.extend_from_within(hits..hits + words);
+        let mut known = true;
+        for item in &items {
             let Some(slot) = item.slot else {
                 known = false;
                 break;
@@ -205,27 +231,18 @@ impl Transaction {
             if cache.keeps_hits(slot, &item.value, chain_mask, chains) {
                 continue;
             }
-            let (_, bits) = cache.get(slot, &item.value, def.chain, &rules.chains, Some(prefilter));
-            match bits {
-                Some(bits) => union.iter_mut().zip(bits).for_each(|(u, b)| *u |= b),
-                None => {
+            let (_, value_hits) =
+                cache.get(slot, &item.value, def.chain, &rules.chains, Some(prefilter));
+            match (value_hits, bits.get_mut(start..)) {
+                (Some(h), Some(union)) => union.iter_mut().zip(h).for_each(|(u, b)| *u |= b),
+                _ => {
                     known = false;
                     break;
                 }
             }
         }
         if !known {
-            union.fill(u64::MAX);
-        }
-        drop(items);
-        self.values = Some(cache);
-        self.gate_cache.bits = all;
-        self.gate_cache.targets = targets;
-        if self.gate_cache.at.len() <= gi {
-            self.gate_cache.at.resize(gi + 1, 0);
-        }
-        if let Some(at) = self.gate_cache.at.get_mut(gi) {
-            *at = tag;
+            bits.get_mut(start..).unwrap_or_default().fill(u64::MAX);
         }
         Some(start)
     }
