@@ -75,7 +75,10 @@ pub struct Transaction {
     pub(crate) multipart_strict_error: bool,
     pub(crate) multipart_unmatched_boundary: bool,
     pub(crate) xml: Xml,
-    pub(crate) tx: HashMap<String, Vec<u8>>,
+    /// foldhash (randomly seeded per process, so names a peer influences, such as CRS's
+    /// per-header keys, cannot be chosen to collide), not SipHash: CRS reads and writes
+    /// TX dozens of times per request, and SipHash was a few percent of a GET's cost.
+    pub(crate) tx: HashMap<String, Vec<u8>, foldhash::fast::RandomState>,
     pub(crate) response_status: u16,
     pub(crate) response_protocol: String,
     pub(crate) response_headers: Pairs,
@@ -158,7 +161,7 @@ impl Transaction {
             xml: Xml::default(),
             // CRS at PL1 sets 58 TX variables on the benchmark's browser GET (one more per
             // request header): sized so the map is not rehashed while they arrive.
-            tx: HashMap::with_capacity(128),
+            tx: HashMap::with_capacity_and_hasher(128, Default::default()),
             response_status: 0,
             response_protocol: String::new(),
             response_headers: Vec::new(),
