@@ -105,3 +105,34 @@ fn directive_sets_the_limit_and_query_arguments_do_not_count() {
     );
     assert!(RuleSet::from_str("SecArgumentsLimit many", Path::new("x.conf")).is_err());
 }
+
+/// A query string is bounded the same way: the base configuration's rule refuses more than
+/// the limit, and no more than one argument past it is parsed.
+#[test]
+fn query_strings_over_the_limit_are_refused_by_the_base_configuration() {
+    let base = Path::new(env!("CARGO_MANIFEST_DIR")).join("conf/base.conf");
+    let text = format!(
+        "SecRule &ARGS_GET \"@gt 0\" \"id:3,phase:1,pass,nolog,setvar:tx.args=%{{matched_var}}\"\nInclude {}\n",
+        base.display()
+    );
+    let r = rules(&text);
+    let get = |n: usize| {
+        let query = String::from_utf8(urlencoded(n)).unwrap_or_default();
+        let mut tx = Transaction::new(r.clone(), "10.0.0.1", "t");
+        tx.process_request_line("GET", &format!("/?{query}"), "HTTP/1.1");
+        tx.add_request_header("Host", b"example.com");
+        tx.process_request_headers();
+        tx
+    };
+    let tx = get(1000);
+    assert!(tx.interruption().is_none());
+    assert_eq!(tx.tx_var("args"), Some(&b"1000"[..]));
+    for n in [1001, 5000] {
+        let tx = get(n);
+        assert_eq!(
+            tx.interruption().map(|i| (i.status, i.rule_id)),
+            Some((400, 200005))
+        );
+        assert_eq!(tx.tx_var("args"), Some(&b"1001"[..]), "{n} arguments");
+    }
+}
