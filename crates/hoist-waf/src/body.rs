@@ -203,57 +203,6 @@ fn find(hay: &[u8], needle: &[u8]) -> Option<usize> {
     hay.windows(needle.len()).position(|w| w == needle)
 }
 
-/// JSON bodies flatten to ARGS_POST as Coraza names them: `json.a.b`, arrays `json.a.0`.
-/// `limit`: SecArgumentsLimit; a document with more leaves is an error.
-pub fn parse_json(body: &[u8], out: &mut Pairs, limit: usize) -> Result<(), String> {
-    let value: serde_json::Value =
-        serde_json::from_slice(body).map_err(|e| format!("JSON: {e}"))?;
-    if flatten("json".to_string(), &value, out, 0, limit) {
-        Ok(())
-    } else {
-        Err(format!("JSON: more than {limit} arguments"))
-    }
-}
-
-/// Deeper documents are cut off rather than walked: a peer must not drive recursion.
-const MAX_JSON_DEPTH: usize = 64;
-
-/// Returns false once `out` is full (`limit` leaves).
-fn flatten(
-    prefix: String,
-    v: &serde_json::Value,
-    out: &mut Pairs,
-    depth: usize,
-    limit: usize,
-) -> bool {
-    use serde_json::Value;
-    if depth > MAX_JSON_DEPTH {
-        return true;
-    }
-    match v {
-        Value::Object(map) => map
-            .iter()
-            .all(|(k, v)| flatten(format!("{prefix}.{k}"), v, out, depth + 1, limit)),
-        Value::Array(items) => items
-            .iter()
-            .enumerate()
-            .all(|(i, v)| flatten(format!("{prefix}.{i}"), v, out, depth + 1, limit)),
-        _ if out.len() >= limit => false,
-        Value::String(s) => {
-            out.push((prefix, s.clone().into_bytes()));
-            true
-        }
-        Value::Null => {
-            out.push((prefix, Vec::new()));
-            true
-        }
-        other => {
-            out.push((prefix, other.to_string().into_bytes()));
-            true
-        }
-    }
-}
-
 /// XML text nodes and attribute values: enough for `XML:/*` and `XML://@*` as CRS uses them.
 #[derive(Debug, Default)]
 pub struct Xml {

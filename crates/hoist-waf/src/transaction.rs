@@ -340,7 +340,7 @@ impl Transaction {
                 }
             },
             Some(BodyProcessor::Json) if !body.is_empty() => {
-                if let Err(e) = body::parse_json(&body, &mut self.args_post, limit) {
+                if let Err(e) = crate::json::parse_json(&body, &mut self.args_post, limit) {
                     self.reqbody_error = Some(e);
                 }
             }
