@@ -304,6 +304,21 @@ impl ValueCache {
         if let Some(start) = known {
             return start;
         }
+        if let Val::Buf(i) = value {
+            // A transformation that only changed case (cmdLine on plain words, lowercase
+            // after a no-op decode): the prefilter ignores case, so the original's hits hold.
+            if self
+                .bufs
+                .get(i)
+                .is_some_and(|b| b.eq_ignore_ascii_case(original))
+            {
+                let start = self.bits_of(region, Val::Original, original, p);
+                if let Some(b) = self.buf_bits.get_mut(i) {
+                    *b = Some(start);
+                }
+                return start;
+            }
+        }
         let start = self.bits.len();
         self.bits.resize(start + p.words(), 0);
         let input = match value {

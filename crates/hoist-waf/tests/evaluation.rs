@@ -236,6 +236,7 @@ SecRule REQUEST_HEADERS "@rx union" "id:2,phase:1,pass,nolog,t:none,t:urlDecodeU
 SecRule REQUEST_HEADERS "@rx select" "id:3,phase:1,pass,nolog,t:none,t:lowercase,setvar:tx.cased=1"
 SecRule REQUEST_HEADERS "@rx a b" "id:4,phase:1,pass,nolog,t:none,t:compressWhitespace,setvar:tx.spaces=1"
 SecRule REQUEST_HEADERS "@rx ab" "id:5,phase:1,pass,nolog,t:none,t:removeWhitespace,setvar:tx.removed=1"
+SecRule REQUEST_HEADERS "@rx ^select union$" "id:6,phase:1,pass,nolog,t:none,t:cmdLine,setvar:tx.cmdline=1"
 "#,
     );
     let run = |headers: &[(&str, &[u8])]| {
@@ -252,8 +253,10 @@ SecRule REQUEST_HEADERS "@rx ab" "id:5,phase:1,pass,nolog,t:none,t:removeWhitesp
     assert_eq!(tx_var(&tx, "decoded").as_deref(), Some("1"));
     assert_eq!(tx_var(&tx, "cased"), None);
     assert_eq!(tx_var(&tx, "union"), None);
-    // Case alone never hides a literal from the prefilter.
+    // Case alone never hides a literal from the prefilter (cmdLine here only lower-cases:
+    // its buffer shares the original's hits).
     let tx = run(&[("X-A", b"SELECT UNION")]);
+    assert_eq!(tx_var(&tx, "cmdline").as_deref(), Some("1"));
     assert_eq!(tx_var(&tx, "decoded").as_deref(), Some("1"));
     assert_eq!(tx_var(&tx, "cased").as_deref(), Some("1"));
     assert_eq!(tx_var(&tx, "union").as_deref(), Some("1"));
