@@ -177,6 +177,22 @@ impl Transaction {
         }
     }
 
+    /// About as many items as `target` yields (before selectors and exclusions), so a
+    /// rule over ARGS of a large form allocates its item list once instead of doubling it
+    /// (and copying every item) eight times.
+    pub(crate) fn item_bound(&self, target: &Target) -> usize {
+        // A key names one member (a repeated one is rare: the list then grows).
+        if target.count || matches!(target.selector, Selector::Key(_)) {
+            return 1;
+        }
+        match target.var {
+            VarName::Tx => self.tx.len(),
+            VarName::Xml => self.xml.texts.len().max(self.xml.attributes.len()),
+            var if is_collection(var) => self.pairs(var).iter().map(|(p, _)| p.len()).sum(),
+            _ => 1,
+        }
+    }
+
     /// Appends the items `target` yields, minus `exclusions`.
     pub(crate) fn collect<'a>(
         &'a self,

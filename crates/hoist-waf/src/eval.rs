@@ -100,6 +100,13 @@ impl Transaction {
         // Moved out so the cache can grow while `items` borrows the transaction.
         let mut cache = self.values.take().unwrap_or_default();
         let mut items = Items::new();
+        let bound: usize = rule
+            .targets
+            .targets
+            .iter()
+            .map(|t| self.item_bound(t))
+            .sum();
+        items.reserve(bound);
         for target in &rule.targets.targets {
             self.collect(target, &exclusions, &mut items);
         }
