@@ -298,7 +298,11 @@ impl Transaction {
             message,
             data,
             severity: head.actions.severity,
-            tags: head.actions.tags.clone(),
+            tags: if head.log {
+                head.actions.tags.clone()
+            } else {
+                Vec::new()
+            },
             log_line,
         });
         if enforce {
