@@ -117,9 +117,7 @@ impl Transaction {
                 let base = self.filename.rsplit(['/', '\\']).next().unwrap_or("");
                 s(base)
             }
-            RequestLine => Some(Cow::Owned(
-                format!("{} {} {}", self.method, self.uri_raw, self.protocol).into_bytes(),
-            )),
+            RequestLine => s(&self.request_line),
             RequestMethod => s(&self.method),
             RequestProtocol => s(&self.protocol),
             QueryString => s(&self.query),

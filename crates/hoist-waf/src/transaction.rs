@@ -59,6 +59,8 @@ pub struct Transaction {
     pub(crate) filename: String,
     pub(crate) query: String,
     pub(crate) protocol: String,
+    /// REQUEST_LINE, built once: a dozen CRS rules read it.
+    pub(crate) request_line: String,
     pub(crate) args_get: Pairs,
     pub(crate) args_post: Pairs,
     pub(crate) cookies: Pairs,
@@ -144,6 +146,7 @@ impl Transaction {
             filename: String::new(),
             query: String::new(),
             protocol: String::new(),
+            request_line: String::new(),
             args_get: Vec::new(),
             args_post: Vec::new(),
             cookies: Vec::new(),
@@ -190,6 +193,7 @@ impl Transaction {
         self.method = method.to_string();
         self.protocol = protocol.to_string();
         self.uri_raw = uri.to_string();
+        self.request_line = format!("{method} {uri} {protocol}");
         // REQUEST_URI never carries scheme and authority, even for absolute-form targets.
         let mut rel = uri;
         if let Some(after) = uri.split_once("://").map(|(_, a)| a) {
