@@ -154,12 +154,12 @@ impl Transaction {
                 "0"
             }),
             MatchedVar => self
-                .matched_var
-                .as_ref()
+                .matched_vars
+                .last()
                 .map(|(_, v)| Cow::Borrowed(v.as_slice())),
             MatchedVarName => self
-                .matched_var
-                .as_ref()
+                .matched_vars
+                .last()
                 .map(|(k, _)| Cow::Borrowed(k.as_bytes())),
             RemoteAddr => s(&self.remote_addr),
             UniqueId => s(&self.unique_id),

@@ -197,8 +197,7 @@ impl Transaction {
                     self.tx.insert(i.to_string(), c);
                 }
             }
-            self.matched_vars.push((name.clone(), value.clone()));
-            self.matched_var = Some((name, value));
+            self.matched_vars.push((name, value));
             for effect in &rule.actions.effects {
                 self.apply_effect(effect);
             }

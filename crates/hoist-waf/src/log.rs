@@ -43,8 +43,8 @@ pub(crate) fn format(
         None => line.push_str("Warning. "),
     }
     let (var_name, value) = tx
-        .matched_var
-        .as_ref()
+        .matched_vars
+        .last()
         .map(|(k, v)| (k.clone(), String::from_utf8_lossy(v).into_owned()))
         .unwrap_or_default();
     let _ = write!(

@@ -86,7 +86,8 @@ pub struct Transaction {
     pub(crate) response_protocol: String,
     pub(crate) response_headers: Pairs,
     pub(crate) response_body: Vec<u8>,
-    pub(crate) matched_var: Option<(String, Vec<u8>)>,
+    /// MATCHED_VARS of the last rule that matched; its last member is MATCHED_VAR (while a
+    /// rule's actions run per matching variable, the variable they run for).
     pub(crate) matched_vars: Pairs,
     pub(crate) current_rule_id: i64,
     pub(crate) empty: Pairs,
@@ -170,7 +171,6 @@ impl Transaction {
             response_protocol: String::new(),
             response_headers: Vec::new(),
             response_body: Vec::new(),
-            matched_var: None,
             matched_vars: Vec::new(),
             current_rule_id: 0,
             empty: Vec::new(),
