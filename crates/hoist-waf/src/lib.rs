@@ -22,6 +22,7 @@ mod decode;
 pub mod error;
 mod eval;
 mod gates;
+mod hit_keeping;
 mod json;
 mod log;
 pub mod macros;

@@ -1,0 +1,128 @@
+//! Which transformations leave a value's prefilter hits as they are.
+//!
+//! The prefilter ignores ASCII case, and whether a decoder changes a value at all depends
+//! only on bytes other than ASCII letters. So a chain of steps that each change nothing, or
+//! only case, keeps the original's hits: the engine then needs neither the transformed value
+//! nor a scan of it to know that a rule's literals are absent (see `values`, `gates`).
+
+use crate::transforms::{is_space, Transform};
+
+impl Transform {
+    /// True when the prefilter's hits on `input` after this transformation are its hits on
+    /// `input`: the step changes nothing, or only ASCII case (the prefilter ignores case).
+    ///
+    /// `is_noop_for` looks only at bytes other than ASCII letters (the case transformations
+    /// aside, which are counted here whatever they do), so along a chain of such steps each
+    /// intermediate value differs from the original in case only and the answer computed on
+    /// the original holds at every step: the whole chain keeps the original's hits.
+    pub fn keeps_prefilter_hits(self, input: &[u8]) -> bool {
+        matches!(self, Transform::Lowercase | Transform::Uppercase) || self.is_noop_for(input)
+    }
+
+    /// Bit `t as usize` set for each transformation that keeps the prefilter hits of `input`
+    /// (see `keeps_prefilter_hits`); compared with a chain's mask (`Chains::mask`). One pass
+    /// over the value for what every `is_noop_for` looks for (the tests check that the two
+    /// agree), instead of a pass per transformation.
+    pub fn hit_keeping_mask(input: &[u8]) -> u64 {
+        use Transform::*;
+        let mut seen = 0u16;
+        let mut prev = 0u8;
+        let mut pairs = 0u16;
+        for &b in input {
+            seen |= BYTE_CLASS[usize::from(b)];
+            pairs |= match (prev, b) {
+                (b'/', b'/') => SLASH_SLASH,
+                (b'/', b'*') => SLASH_STAR,
+                (b' ', b' ') => SPACE_SPACE,
+                _ => 0,
+            };
+            prev = b;
+        }
+        let seen = seen | pairs;
+        let ends_in_space = input.first().is_some_and(|&b| is_space(b))
+            || input.last().is_some_and(|&b| is_space(b));
+        let kept = |t: Transform, needs_none_of: u16| {
+            if seen & needs_none_of == 0 {
+                t.bit()
+            } else {
+                0
+            }
+        };
+        let mut mask = Lowercase.bit() | Uppercase.bit();
+        mask |= kept(UrlDecode, PERCENT | PLUS) | kept(UrlDecodeUni, PERCENT | PLUS);
+        mask |= kept(HtmlEntityDecode, AMP);
+        mask |= kept(JsDecode, BACKSLASH) | kept(CssDecode, BACKSLASH);
+        mask |= kept(EscapeSeqDecode, BACKSLASH);
+        mask |= kept(Utf8ToUnicode, NON_ASCII);
+        mask |= kept(RemoveNulls, NUL) | kept(ReplaceNulls, NUL);
+        mask |= kept(RemoveWhitespace, SPACE);
+        mask |= kept(CompressWhitespace, OTHER_SPACE | SPACE_SPACE);
+        mask |= kept(ReplaceComments, SLASH_STAR);
+        mask |= kept(RemoveCommentsChar, COMMENT_CHAR);
+        mask |= kept(NormalisePath, DOT | SLASH_SLASH);
+        mask |= kept(NormalisePathWin, DOT | BACKSLASH | SLASH_SLASH);
+        if !ends_in_space {
+            mask |= Trim.bit() | TrimLeft.bit() | TrimRight.bit();
+        }
+        mask
+    }
+}
+
+// What `hit_keeping_mask` notes about a value's bytes.
+const PERCENT: u16 = 1;
+const PLUS: u16 = 1 << 1;
+const AMP: u16 = 1 << 2;
+const BACKSLASH: u16 = 1 << 3;
+const NON_ASCII: u16 = 1 << 4;
+const NUL: u16 = 1 << 5;
+/// Any `is_space` byte.
+const SPACE: u16 = 1 << 6;
+/// An `is_space` byte other than ' '.
+const OTHER_SPACE: u16 = 1 << 7;
+const COMMENT_CHAR: u16 = 1 << 8;
+const DOT: u16 = 1 << 9;
+const SLASH_SLASH: u16 = 1 << 10;
+const SLASH_STAR: u16 = 1 << 11;
+const SPACE_SPACE: u16 = 1 << 12;
+
+const BYTE_CLASS: [u16; 256] = {
+    let mut t = [0u16; 256];
+    let mut b = 0;
+    while b < 256 {
+        let c = b as u8;
+        let mut f = 0;
+        if c == b'%' {
+            f |= PERCENT;
+        }
+        if c == b'+' {
+            f |= PLUS;
+        }
+        if c == b'&' {
+            f |= AMP;
+        }
+        if c == b'\\' {
+            f |= BACKSLASH;
+        }
+        if c >= 0x80 {
+            f |= NON_ASCII;
+        }
+        if c == 0 {
+            f |= NUL;
+        }
+        if is_space(c) {
+            f |= SPACE;
+            if c != b' ' {
+                f |= OTHER_SPACE;
+            }
+        }
+        if matches!(c, b'/' | b'*' | b'-' | b'#') {
+            f |= COMMENT_CHAR;
+        }
+        if c == b'.' {
+            f |= DOT;
+        }
+        t[b] = f;
+        b += 1;
+    }
+    t
+};
