@@ -3,6 +3,7 @@
 
 use crate::actions::{Ctl, Disruptive, Effect, EngineMode, SetVarOp};
 use crate::collections::Items;
+use crate::constant::{Block, ConstantPlan, Decision};
 use crate::macros::Macro;
 use crate::operators::{atoi, Expand};
 use crate::rules::{Entry, Rule};
@@ -11,6 +12,13 @@ use crate::variables::Exclusion;
 use smallvec::SmallVec;
 use std::borrow::Cow;
 use std::sync::Arc;
+
+/// Where a phase's loop is: the next entry and how many rules `skip` still passes over.
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct Cursor {
+    pub(crate) next: usize,
+    pub(crate) skip: u32,
+}
 
 impl Transaction {
     pub(crate) fn run_phase(&mut self, phase: u8) {
@@ -22,37 +30,96 @@ impl Transaction {
             return;
         }
         let rules = Arc::clone(&self.rules);
+        let plan = self.use_constant_plan.then(|| rules.constant_plan());
         let list = &rules.phases[usize::from(phase - 1)];
-        let mut skip = 0u32;
-        let mut next = 0;
-        while let Some(entry) = list.get(next) {
-            next += 1;
-            let rule = match entry {
-                Entry::Marker(_) => continue,
-                Entry::Rule(r) => r,
-            };
-            if skip > 0 {
-                skip -= 1;
-                continue;
+        let mut at = Cursor::default();
+        while let Some(entry) = list.get(at.next) {
+            if let Some(block) = plan.and_then(|p| p.block()) {
+                if phase == 1 && at.next == block.start && self.can_replay(at) {
+                    self.replay(block);
+                    at = block.resume;
+                    continue;
+                }
             }
-            if self.is_removed(rule) {
-                continue;
-            }
-            self.current_rule_id = rule.id;
-            if !self.evaluate_chain(rule) {
-                continue;
-            }
-            self.on_match(rule, phase);
-            if self.interruption.is_some() || self.allowed {
+            if !self.step(entry, phase, &mut at, plan) {
                 break;
             }
-            // skipAfter: straight to its marker (resolved at load; CRS skips whole files
-            // above the paranoia level this way).
-            if let Some(to) = rule.skip_after_index {
-                next = to;
-            }
-            skip = rule.actions.skip;
         }
+    }
+
+    /// One entry of a phase's list: skips, removals, evaluation and the actions of a match.
+    /// `false` when the phase stops (an interruption or `allow`).
+    #[inline(always)]
+    pub(crate) fn step(
+        &mut self,
+        entry: &Entry,
+        phase: u8,
+        at: &mut Cursor,
+        plan: Option<&ConstantPlan>,
+    ) -> bool {
+        let index = at.next;
+        at.next += 1;
+        let rule = match entry {
+            Entry::Marker(_) => return true,
+            Entry::Rule(r) => r,
+        };
+        if at.skip > 0 {
+            at.skip -= 1;
+            return true;
+        }
+        if self.is_removed(rule) {
+            return true;
+        }
+        self.current_rule_id = rule.id;
+        let decision = match plan {
+            Some(p) if self.constant_tx && self.removed_targets.is_empty() => {
+                p.decision(phase, index)
+            }
+            _ => &Decision::Undecided,
+        };
+        let matched = match decision {
+            Decision::Undecided => self.evaluate_chain(rule),
+            Decision::NoMatch => false,
+            Decision::Match(vars) => {
+                let hits = vars.iter().map(|(n, v)| (n.clone(), v.clone(), None));
+                self.record_matches(rule, hits);
+                true
+            }
+        };
+        if !matched {
+            return true;
+        }
+        self.on_match(rule, phase);
+        if self.interruption.is_some() || self.allowed {
+            return false;
+        }
+        // skipAfter: straight to its marker (resolved at load; CRS skips whole files
+        // above the paranoia level this way).
+        if let Some(to) = rule.skip_after_index {
+            at.next = to;
+        }
+        at.skip = rule.actions.skip;
+        true
+    }
+
+    /// The constant block (see `constant`) gives the same state to every transaction that
+    /// enters it like this.
+    fn can_replay(&self, at: Cursor) -> bool {
+        at.skip == 0
+            && self.tx.is_empty()
+            && self.removed_ids.is_empty()
+            && self.removed_tags.is_empty()
+            && self.removed_targets.is_empty()
+    }
+
+    fn replay(&mut self, block: &Block) {
+        self.tx.clone_from(&block.tx);
+        self.matched.extend(block.matched.iter().cloned());
+        if let Some(vars) = &block.matched_vars {
+            self.matched_vars.clone_from(vars);
+        }
+        self.current_rule_id = block.last_rule_id;
+        self.constant_tx = true;
     }
 
     fn is_removed(&self, rule: &Rule) -> bool {
@@ -66,7 +133,7 @@ impl Transaction {
 
     /// Evaluates a rule and its chain. As in ModSecurity, each link's non-disruptive actions
     /// run as soon as that link matches: CRS chains read TX variables their starter just set.
-    fn evaluate_chain(&mut self, head: &Rule) -> bool {
+    pub(crate) fn evaluate_chain(&mut self, head: &Rule) -> bool {
         let mut link = Some(head);
         while let Some(rule) = link {
             if !self.evaluate(rule, head) {
@@ -188,8 +255,13 @@ impl Transaction {
         if matched.is_empty() {
             return false;
         }
-        // ModSecurity runs a rule's non-disruptive actions once per matching variable, with
-        // MATCHED_VAR and TX.0.. of that variable: CRS builds per-header TX keys this way.
+        self.record_matches(rule, matched);
+        true
+    }
+
+    /// ModSecurity runs a rule's non-disruptive actions once per matching variable, with
+    /// MATCHED_VAR and TX.0.. of that variable: CRS builds per-header TX keys this way.
+    fn record_matches(&mut self, rule: &Rule, matched: impl IntoIterator<Item = Hit>) {
         self.matched_vars.clear();
         for (name, value, caps) in matched {
             if let Some(caps) = caps {
@@ -202,7 +274,6 @@ impl Transaction {
                 self.apply_effect(effect);
             }
         }
-        true
     }
 
     /// Transforms a value that has no cache slot (TX, MATCHED_VAR, counts) or for a

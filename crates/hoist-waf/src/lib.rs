@@ -18,6 +18,7 @@ pub mod actions;
 mod body;
 pub mod chains;
 mod collections;
+mod constant;
 mod decode;
 pub mod error;
 mod eval;

@@ -3,6 +3,7 @@
 
 use crate::actions::{in_ranges, parse_id_ranges, Actions, Disruptive, EngineMode};
 use crate::chains::{ChainId, Chains, EMPTY_CHAIN};
+use crate::constant::ConstantPlan;
 use crate::error::Error;
 use crate::operators::{Operator, Pattern};
 use crate::parser::{self, Directive};
@@ -10,7 +11,7 @@ use crate::prefilter::{required_literals, Prefilter};
 use crate::transforms::Transform;
 use crate::variables::Targets;
 use std::path::Path;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 #[derive(Debug)]
 pub struct Rule {
@@ -93,6 +94,8 @@ pub struct RuleSet {
     pub(crate) prefilter: Option<Prefilter>,
     /// The (target, chain) pairs rules are gated on, indexed by gate id.
     pub(crate) gates: Vec<crate::gates::GateDef>,
+    /// Worked out on the first transaction (it runs rules on a probe transaction).
+    pub(crate) constant_plan: OnceLock<ConstantPlan>,
 }
 
 impl RuleSet {
@@ -211,6 +214,17 @@ impl RuleSet {
     pub(crate) fn prefilter(&self) -> Option<&Prefilter> {
         self.prefilter.as_ref()
     }
+
+    pub(crate) fn constant_plan(self: &Arc<Self>) -> &ConstantPlan {
+        self.constant_plan.get_or_init(|| ConstantPlan::build(self))
+    }
+
+    /// How much of the rule set is worked out once rather than per request (see
+    /// `constant`): the phase-1 entries the constant block covers, and the rules whose match
+    /// is decided.
+    pub fn constant_rules(self: &Arc<Self>) -> (usize, usize) {
+        self.constant_plan().summary()
+    }
 }
 
 #[derive(Default)]
@@ -249,6 +263,7 @@ impl Builder {
             chains: Chains::default(),
             prefilter: None,
             gates: Vec::new(),
+            constant_plan: OnceLock::new(),
         };
         for d in directives {
             let arg0 = d.args.first().map(String::as_str).unwrap_or("");

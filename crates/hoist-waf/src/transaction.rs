@@ -48,6 +48,8 @@ pub(crate) enum RemovedTarget {
     Tag(String, Exclusion),
 }
 
+pub(crate) type TxMap = HashMap<String, Vec<u8>, foldhash::fast::RandomState>;
+
 pub struct Transaction {
     pub(crate) rules: Arc<RuleSet>,
     pub(crate) engine: EngineMode,
@@ -81,7 +83,7 @@ pub struct Transaction {
     /// foldhash (randomly seeded per process, so names a peer influences, such as CRS's
     /// per-header keys, cannot be chosen to collide), not SipHash: CRS reads and writes
     /// TX dozens of times per request, and SipHash was a few percent of a GET's cost.
-    pub(crate) tx: HashMap<String, Vec<u8>, foldhash::fast::RandomState>,
+    pub(crate) tx: TxMap,
     pub(crate) response_status: u16,
     pub(crate) response_protocol: String,
     pub(crate) response_headers: Pairs,
@@ -106,6 +108,10 @@ pub struct Transaction {
     pub(crate) values: Option<Box<ValueCache>>,
     /// Which prefiltered rules can match at all, until a value changes (see `gates`).
     pub(crate) gate_cache: crate::gates::GateCache,
+    /// Off only in the probe that works out the rule set's constant plan.
+    pub(crate) use_constant_plan: bool,
+    /// TX holds the constant block's state, untouched but by rules (see `constant`).
+    pub(crate) constant_tx: bool,
 }
 
 impl Expand for Transaction {
@@ -183,6 +189,8 @@ impl Transaction {
             phases_done: 0,
             values: Some(Box::default()),
             gate_cache: Default::default(),
+            use_constant_plan: true,
+            constant_tx: false,
         }
     }
 
@@ -449,6 +457,8 @@ impl Transaction {
     }
 
     pub fn set_tx_var(&mut self, name: &str, value: &[u8]) {
+        // The constant plan's decisions assume only rules write TX.
+        self.constant_tx = false;
         self.tx.insert(name.to_ascii_lowercase(), value.to_vec());
     }
 

@@ -1,0 +1,281 @@
+//! Rules whose outcome is the same for every request, worked out once per rule set.
+//!
+//! CRS spends a good part of a benign request on bookkeeping that reads nothing but TX
+//! variables its own setup wrote: REQUEST-901 fills in defaults (`&TX:x "@eq 0"` →
+//! `setvar:tx.x=...`) and every rule file opens with paranoia-level skips
+//! (`TX:DETECTION_PARANOIA_LEVEL "@lt 2"` → `skipAfter:...`). Two things are computed on a
+//! rule set's first transaction, by running those rules on a probe transaction:
+//!
+//! - **The block**: the run of phase-1 rules, from the first one that reads only TX, whose
+//!   targets, operator arguments and actions touch nothing but TX (and their own match).
+//!   Entered with an empty TX, it always leaves the same TX, the same matched (nolog, pass)
+//!   rules and the same MATCHED_VARS, so a transaction that reaches it with an empty TX, no
+//!   pending skip and no rule or target removals copies that state and jumps past it.
+//! - **Decisions**: a later rule without chain or capture whose targets and operator
+//!   arguments read only *stable* TX variables (ones the block may write and no rule outside
+//!   it can: no setvar name, literal or the literal head of a macro name, and no capture can
+//!   reach them) matches, or not, with the same variables on every request that replayed the
+//!   block. Its operator is not run again; a match still runs its actions and logging with
+//!   the request's own state.
+//!
+//! A transaction that did not replay the block (TX written before it, a removal, the public
+//! `set_tx_var`) evaluates every rule as written.
+
+use crate::actions::Effect;
+use crate::body::Pairs;
+use crate::eval::Cursor;
+use crate::macros::{Macro, Part};
+use crate::operators::Operator;
+use crate::rules::{Entry, Rule, RuleSet};
+use crate::transaction::{MatchedRule, Transaction, TxMap};
+use crate::variables::{Selector, VarName};
+use std::collections::HashSet;
+use std::sync::Arc;
+
+#[derive(Debug)]
+pub(crate) struct ConstantPlan {
+    block: Option<Block>,
+    /// Per phase, per entry index (see the module comment); `Undecided` for most rules.
+    decisions: [Vec<Decision>; 5],
+}
+
+/// The state the block leaves behind, entered with an empty TX.
+#[derive(Debug)]
+pub(crate) struct Block {
+    /// Index in phase 1's entry list of its first rule.
+    pub(crate) start: usize,
+    /// Where, and with what pending `skip`, the phase goes on after it.
+    pub(crate) resume: Cursor,
+    pub(crate) tx: TxMap,
+    pub(crate) matched: Vec<MatchedRule>,
+    /// MATCHED_VARS after it; `None` when none of its rules matched (left as it was).
+    pub(crate) matched_vars: Option<Pairs>,
+    pub(crate) last_rule_id: i64,
+}
+
+#[derive(Debug, Clone)]
+pub(crate) enum Decision {
+    Undecided,
+    NoMatch,
+    /// The matching variables (name, value), as MATCHED_VARS holds them.
+    Match(Pairs),
+}
+
+impl ConstantPlan {
+    pub(crate) fn block(&self) -> Option<&Block> {
+        self.block.as_ref()
+    }
+
+    /// Rules the block covers (skipped ones included) and rules with a decision.
+    pub(crate) fn summary(&self) -> (usize, usize) {
+        let block = self
+            .block
+            .as_ref()
+            .map_or(0, |b| b.resume.next.saturating_sub(b.start));
+        let decided = self.decisions.iter().flatten();
+        (
+            block,
+            decided
+                .filter(|d| !matches!(d, Decision::Undecided))
+                .count(),
+        )
+    }
+
+    pub(crate) fn decision(&self, phase: u8, index: usize) -> &Decision {
+        self.decisions[usize::from(phase - 1)]
+            .get(index)
+            .unwrap_or(&Decision::Undecided)
+    }
+
+    pub(crate) fn build(rules: &Arc<RuleSet>) -> ConstantPlan {
+        let mut probe = Transaction::new(Arc::clone(rules), "", "");
+        probe.use_constant_plan = false;
+        let mut decisions: [Vec<Decision>; 5] = Default::default();
+        for (phase, list) in rules.phases.iter().enumerate() {
+            decisions[phase] = vec![Decision::Undecided; list.len()];
+        }
+        let Some(block) = run_block(&mut probe, &rules.phases[0]) else {
+            return ConstantPlan {
+                block: None,
+                decisions,
+            };
+        };
+        let stable = stable_names(rules, &block);
+        for (p, list) in rules.phases.iter().enumerate() {
+            let first = if p == 0 { block.resume.next } else { 0 };
+            for (index, entry) in list.iter().enumerate().skip(first) {
+                let Entry::Rule(rule) = entry else { continue };
+                if !decidable(rule, &stable) {
+                    continue;
+                }
+                probe.current_rule_id = rule.id;
+                decisions[p][index] = if probe.evaluate_chain(rule) {
+                    Decision::Match(probe.matched_vars.clone())
+                } else {
+                    Decision::NoMatch
+                };
+            }
+        }
+        ConstantPlan {
+            block: Some(block),
+            decisions,
+        }
+    }
+}
+
+/// Runs phase 1 from its first TX-only rule for as long as rules read only TX and a match
+/// leaves no trace but TX (nolog, no interruption, no `allow`).
+fn run_block(probe: &mut Transaction, list: &[Entry]) -> Option<Block> {
+    let start = list
+        .iter()
+        .position(|e| matches!(e, Entry::Rule(r) if reads_only_tx(r)))?;
+    let mut at = Cursor {
+        next: start,
+        skip: 0,
+    };
+    while let Some(entry) = list.get(at.next) {
+        if matches!(entry, Entry::Rule(r) if !reads_only_tx(r)) {
+            break;
+        }
+        let before = (
+            probe.tx.clone(),
+            probe.matched.len(),
+            probe.matched_vars.clone(),
+            at,
+            probe.current_rule_id,
+        );
+        let go_on = probe.step(entry, 1, &mut at, None);
+        let left_trace = probe.matched[before.1..].iter().any(|m| m.logged)
+            || probe.interruption.is_some()
+            || probe.allowed;
+        if left_trace || !go_on {
+            (probe.tx, _, probe.matched_vars, at, probe.current_rule_id) = before;
+            probe.matched.truncate(before.1);
+            probe.interruption = None;
+            probe.allowed = false;
+            break;
+        }
+    }
+    if at.next <= start {
+        return None;
+    }
+    Some(Block {
+        start,
+        resume: at,
+        tx: probe.tx.clone(),
+        matched: probe.matched.clone(),
+        matched_vars: (!probe.matched.is_empty()).then(|| probe.matched_vars.clone()),
+        last_rule_id: probe.current_rule_id,
+    })
+}
+
+/// Every link reads TX alone: targets, operator argument, and macros in its actions (which
+/// may also name the link's own match and the rule id). No `ctl`: it changes the engine.
+fn reads_only_tx(head: &Rule) -> bool {
+    let mut link = Some(head);
+    while let Some(rule) = link {
+        let targets_ok = rule.targets.targets.iter().all(|t| t.var == VarName::Tx);
+        let operator_ok = operator_macro(&rule.operator).is_none_or(|m| macro_vars_ok(m, false));
+        let effects_ok = rule.actions.effects.iter().all(|e| match e {
+            Effect::SetVar(sv) => {
+                macro_vars_ok(&sv.name, true)
+                    && setvar_value(&sv.op).is_none_or(|m| macro_vars_ok(m, true))
+            }
+            Effect::Ctl(_) => false,
+        });
+        if !(targets_ok && operator_ok && effects_ok) {
+            return false;
+        }
+        link = rule.chained.as_deref();
+    }
+    true
+}
+
+/// A rule whose match depends on nothing but stable TX variables.
+fn decidable(rule: &Rule, stable: &HashSet<String>) -> bool {
+    if rule.chained.is_some() || rule.actions.capture || rule.unconditional {
+        return false;
+    }
+    let targets_ok = rule.targets.targets.iter().all(|t| match &t.selector {
+        Selector::Key(k) => t.var == VarName::Tx && stable.contains(k),
+        _ => false,
+    });
+    let operator_ok = operator_macro(&rule.operator).is_none_or(|m| {
+        m.parts.iter().all(|p| match p {
+            Part::Literal(_) => true,
+            Part::Var(VarName::Tx, Some(k)) => stable.contains(k),
+            Part::Var(VarName::Rule, _) => true,
+            Part::Var(..) => false,
+        })
+    });
+    targets_ok && operator_ok
+}
+
+/// TX names the block may write and nothing outside it can.
+fn stable_names(rules: &RuleSet, block: &Block) -> HashSet<String> {
+    let mut exact: HashSet<String> = HashSet::new();
+    let mut prefixes: Vec<String> = Vec::new();
+    for (p, list) in rules.phases.iter().enumerate() {
+        for (index, entry) in list.iter().enumerate() {
+            if p == 0 && (block.start..block.resume.next).contains(&index) {
+                continue;
+            }
+            let Entry::Rule(head) = entry else { continue };
+            let mut link = Some(&**head);
+            while let Some(rule) = link {
+                if rule.actions.capture {
+                    // TX.0 .. TX.99: captures write the groups' numbers.
+                    prefixes.extend((0..10).map(|d| d.to_string()));
+                }
+                for e in &rule.actions.effects {
+                    if let Effect::SetVar(sv) = e {
+                        match sv.name.parts.as_slice() {
+                            [] => {}
+                            [Part::Literal(name)] => {
+                                exact.insert(name.clone());
+                            }
+                            [Part::Literal(head), ..] => prefixes.push(head.clone()),
+                            // A name that is all macro can be anything.
+                            _ => return HashSet::new(),
+                        }
+                    }
+                }
+                link = rule.chained.as_deref();
+            }
+        }
+    }
+    block
+        .tx
+        .keys()
+        .filter(|k| !exact.contains(*k) && !prefixes.iter().any(|p| k.starts_with(p.as_str())))
+        .cloned()
+        .collect()
+}
+
+/// Variables a macro may read and still be the same on every request: TX, the rule's own
+/// id, and (in actions) the variable the link matched.
+fn macro_vars_ok(m: &Macro, in_action: bool) -> bool {
+    m.parts.iter().all(|p| match p {
+        Part::Literal(_) => true,
+        Part::Var(VarName::Tx | VarName::Rule, _) => true,
+        Part::Var(VarName::MatchedVar | VarName::MatchedVarName, _) => in_action,
+        Part::Var(..) => false,
+    })
+}
+
+fn setvar_value(op: &crate::actions::SetVarOp) -> Option<&Macro> {
+    use crate::actions::SetVarOp::*;
+    match op {
+        Set(m) | Add(m) | Sub(m) => Some(m),
+        Delete => None,
+    }
+}
+
+fn operator_macro(op: &Operator) -> Option<&Macro> {
+    use Operator::*;
+    match op {
+        StrEq(m) | Eq(m) | Ge(m) | Gt(m) | Lt(m) | Le(m) | Within(m) | Contains(m)
+        | ContainsWord(m) | BeginsWith(m) | EndsWith(m) => Some(m),
+        _ => None,
+    }
+}

@@ -1,0 +1,158 @@
+//! The constant plan (rules worked out once per rule set) must give every request what
+//! evaluating each rule would: each case runs the same request twice, once as usual and once
+//! with a TX variable set before phase 1 (which makes the transaction evaluate every rule),
+//! and compares matches, interruptions and TX; and states the expected outcome outright.
+
+use hoist_waf::{RuleSet, Transaction};
+use std::path::Path;
+use std::sync::Arc;
+
+fn rules(text: &str) -> Arc<RuleSet> {
+    match RuleSet::from_str(text, Path::new("test.conf")) {
+        Ok(r) => Arc::new(r),
+        Err(e) => panic!("rules do not load: {e}"),
+    }
+}
+
+fn run(rules: &Arc<RuleSet>, uri: &str, slow: bool) -> Transaction {
+    let mut tx = Transaction::new(rules.clone(), "10.0.0.1", "t");
+    if slow {
+        tx.set_tx_var("zz_slow_path", b"1");
+    }
+    tx.process_request_line("GET", uri, "HTTP/1.1");
+    tx.add_request_header("Host", b"example.com");
+    tx.process_request_headers();
+    tx.process_request_body();
+    tx.process_logging();
+    tx
+}
+
+/// (id, phase, logged, message) per match, and the interruption.
+type Outcome = (Vec<(i64, u8, bool, String)>, Option<(u16, i64)>);
+
+fn outcome(tx: &Transaction) -> Outcome {
+    let matched = tx
+        .matched_rules()
+        .iter()
+        .map(|m| (m.id, m.phase, m.logged, m.message.clone()))
+        .collect();
+    (matched, tx.interruption().map(|i| (i.status, i.rule_id)))
+}
+
+/// Runs `uri` both ways, checks they agree on the outcome and on `vars`, returns the usual one.
+fn both(rules: &Arc<RuleSet>, uri: &str, vars: &[&str]) -> Transaction {
+    let fast = run(rules, uri, false);
+    let slow = run(rules, uri, true);
+    assert_eq!(outcome(&fast), outcome(&slow), "{uri}: matches differ");
+    for v in vars {
+        assert_eq!(fast.tx_var(v), slow.tx_var(v), "{uri}: tx.{v} differs");
+    }
+    fast
+}
+
+fn ids(tx: &Transaction) -> Vec<i64> {
+    tx.matched_rules().iter().map(|m| m.id).collect()
+}
+
+const SETUP: &str = r#"
+SecRule REQUEST_HEADERS:Content-Type "@rx json" "id:1,phase:1,pass,nolog,ctl:requestBodyProcessor=JSON"
+SecAction "id:10,phase:1,pass,nolog,setvar:tx.setup=1"
+SecRule &TX:pl "@eq 0" "id:11,phase:1,pass,nolog,setvar:tx.pl=1"
+SecRule &TX:setup "@eq 0" "id:12,phase:1,deny,log,msg:'setup missing'"
+SecRule TX:pl "@ge 1" "id:13,phase:1,pass,nolog,setvar:tx.threshold=5"
+SecRule REQUEST_METHOD "@streq GET" "id:20,phase:1,pass,nolog,setvar:tx.seen=1"
+SecRule TX:pl "@lt 2" "id:21,phase:1,pass,nolog,skipAfter:END-PL2"
+SecRule ARGS "@rx attack" "id:22,phase:1,deny,log,msg:'paranoia level 2'"
+SecMarker END-PL2
+SecRule ARGS "@rx evil" "id:23,phase:2,deny,status:403,log,msg:'evil'"
+SecRule TX:threshold "@eq 5" "id:24,phase:2,pass,log,msg:'threshold %{tx.threshold} at %{REQUEST_URI}'"
+"#;
+
+#[test]
+fn crs_like_setup_is_worked_out_once_and_agrees_with_evaluation() {
+    let r = rules(SETUP);
+    let (block, decided) = r.constant_rules();
+    assert_eq!(block, 4, "rules 10-13 form the block");
+    assert_eq!(decided, 2, "rules 21 and 24 are decided");
+    let vars = ["setup", "pl", "threshold", "seen"];
+    let plain = both(&r, "/", &vars);
+    assert_eq!(ids(&plain), [10, 11, 13, 20, 21, 24]);
+    assert_eq!(plain.tx_var("threshold"), Some(&b"5"[..]));
+    // A decided match still logs with the request's own state.
+    let logged = &plain.matched_rules()[5];
+    assert_eq!(logged.message, "threshold 5 at /");
+    // The paranoia-level skip is honoured: rule 22 never runs.
+    let attack = both(&r, "/?a=attack", &vars);
+    assert!(attack.interruption().is_none());
+    let evil = both(&r, "/?a=evil", &vars);
+    assert_eq!(evil.interruption().map(|i| i.rule_id), Some(23));
+}
+
+#[test]
+fn a_variable_a_request_rule_may_write_is_evaluated_per_request() {
+    let r = rules(
+        r#"
+SecAction "id:10,phase:1,pass,nolog,setvar:tx.pl=1,setvar:tx.limit=1"
+SecRule ARGS:pl "@streq 2" "id:20,phase:1,pass,nolog,setvar:tx.pl=2"
+SecRule ARGS:x "@rx ." "id:21,phase:1,pass,nolog,setvar:'tx.li%{ARGS.x}=7'"
+SecRule TX:pl "@eq 2" "id:30,phase:1,deny,status:403,log"
+SecRule TX:limit "@eq 7" "id:31,phase:1,deny,status:429,log"
+"#,
+    );
+    let vars = ["pl", "limit"];
+    assert!(both(&r, "/", &vars).interruption().is_none());
+    let pl2 = both(&r, "/?pl=2", &vars);
+    assert_eq!(pl2.interruption().map(|i| i.status), Some(403));
+    // `tx.li%{ARGS.x}` can name `tx.limit`: the prefix makes it unstable.
+    let limit = both(&r, "/?x=mit", &vars);
+    assert_eq!(limit.interruption().map(|i| i.status), Some(429));
+}
+
+#[test]
+fn a_block_rule_that_would_log_ends_the_block() {
+    let r = rules(
+        r#"
+SecAction "id:10,phase:1,pass,nolog,setvar:tx.a=1"
+SecRule TX:a "@eq 1" "id:11,phase:1,pass,log,msg:'logged at %{REQUEST_URI}'"
+SecAction "id:12,phase:1,pass,nolog,setvar:tx.b=1"
+"#,
+    );
+    assert_eq!(r.constant_rules().0, 1);
+    let tx = both(&r, "/here", &["a", "b"]);
+    assert_eq!(ids(&tx), [10, 11, 12]);
+    assert_eq!(tx.matched_rules()[1].message, "logged at /here");
+}
+
+#[test]
+fn a_block_rule_that_denies_still_denies() {
+    let r = rules(
+        r#"
+SecAction "id:10,phase:1,pass,nolog,setvar:tx.a=1"
+SecRule &TX:missing "@eq 0" "id:11,phase:1,deny,status:403,nolog"
+SecAction "id:12,phase:1,pass,nolog,setvar:tx.b=1"
+"#,
+    );
+    let tx = both(&r, "/", &["a", "b"]);
+    assert_eq!(
+        tx.interruption().map(|i| (i.status, i.rule_id)),
+        Some((403, 11))
+    );
+    assert_eq!(tx.tx_var("b"), None);
+}
+
+#[test]
+fn rules_removed_before_the_block_are_not_replayed() {
+    let r = rules(
+        r#"
+SecRule REQUEST_URI "@streq /off" "id:1,phase:1,pass,nolog,ctl:ruleRemoveById=11"
+SecAction "id:10,phase:1,pass,nolog,setvar:tx.a=1"
+SecAction "id:11,phase:1,pass,nolog,setvar:tx.b=1"
+SecRule TX:b "@eq 1" "id:12,phase:2,deny,status:403,nolog"
+"#,
+    );
+    let on = both(&r, "/", &["a", "b"]);
+    assert_eq!(on.interruption().map(|i| i.rule_id), Some(12));
+    let off = both(&r, "/off", &["a", "b"]);
+    assert_eq!(off.tx_var("b"), None);
+    assert!(off.interruption().is_none());
+}
