@@ -44,6 +44,16 @@ impl Pattern {
         match self {
             Pattern::Bytes(re) => match captures {
                 None => re.is_match(input),
+                // No groups of its own (CRS's `^.*$` on every header name): TX.0 is the
+                // match, which the DFA finds without the capturing engine.
+                Some(out) if re.captures_len() == 1 => match re.find(input) {
+                    None => false,
+                    Some(m) => {
+                        out.clear();
+                        out.push(m.as_bytes().to_vec());
+                        true
+                    }
+                },
                 // Captures need the slower capturing engine: only run it on a match, which
                 // the lazy DFA decides first (most values do not match).
                 Some(_) if !re.is_match(input) => false,

@@ -47,6 +47,11 @@ fn rx_is_dotall_bytewise_and_captures() {
         caps,
         vec![b"12-34".to_vec(), b"12".to_vec(), b"34".to_vec()]
     );
+    // No groups of its own: TX.0 alone, the leftmost match as PCRE finds it.
+    let (o, _) = op("@rx b+|c");
+    assert!(o.evaluate(b"acbbc", &Env, Some(&mut caps)));
+    assert_eq!(caps, vec![b"c".to_vec()]);
+    assert!(!o.evaluate(b"xyz", &Env, Some(&mut caps)));
 }
 
 #[test]
