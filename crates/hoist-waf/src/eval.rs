@@ -72,7 +72,7 @@ impl Transaction {
         }
         self.current_rule_id = rule.id;
         let decision = match plan {
-            Some(p) if self.constant_tx && self.removed_targets.is_empty() => {
+            Some(p) if self.constant_tx && !self.targets_removed_from(rule) => {
                 p.decision(phase, index)
             }
             _ => &Decision::Undecided,
@@ -122,6 +122,12 @@ impl Transaction {
         self.constant_tx = true;
     }
 
+    fn targets_removed_from(&self, head: &Rule) -> bool {
+        removed_targets_of(&self.removed_targets, head)
+            .next()
+            .is_some()
+    }
+
     fn is_removed(&self, rule: &Rule) -> bool {
         crate::actions::in_ranges(&self.removed_ids, rule.id)
             || rule
@@ -155,15 +161,7 @@ impl Transaction {
             return false;
         }
         let mut exclusions: SmallVec<[&Exclusion; 8]> = rule.targets.exclusions.iter().collect();
-        for removed in &self.removed_targets {
-            match removed {
-                RemovedTarget::Ids(ids, e) if crate::actions::in_ranges(ids, head.id) => {
-                    exclusions.push(e)
-                }
-                RemovedTarget::Tag(tag, e) if head.actions.tags.contains(tag) => exclusions.push(e),
-                _ => {}
-            }
-        }
+        exclusions.extend(removed_targets_of(&self.removed_targets, head));
         // Moved out so the cache can grow while `items` borrows the transaction.
         let mut cache = self.values.take().unwrap_or_default();
         let mut items = Items::new();
@@ -429,4 +427,16 @@ impl Transaction {
             },
         }
     }
+}
+
+/// Targets `ctl:ruleRemoveTarget*` took from this rule (chain) in this transaction.
+fn removed_targets_of<'a>(
+    removed: &'a [RemovedTarget],
+    head: &'a Rule,
+) -> impl Iterator<Item = &'a Exclusion> {
+    removed.iter().filter_map(move |r| match r {
+        RemovedTarget::Ids(ids, e) if crate::actions::in_ranges(ids, head.id) => Some(e),
+        RemovedTarget::Tag(tag, e) if head.actions.tags.contains(tag) => Some(e),
+        _ => None,
+    })
 }

@@ -156,3 +156,20 @@ SecRule TX:b "@eq 1" "id:12,phase:2,deny,status:403,nolog"
     assert_eq!(off.tx_var("b"), None);
     assert!(off.interruption().is_none());
 }
+
+#[test]
+fn a_target_removed_from_a_decided_rule_is_honoured() {
+    let r = rules(
+        r#"
+SecAction "id:10,phase:1,pass,nolog,setvar:tx.pl=1"
+SecRule REQUEST_URI "@streq /ex" "id:20,phase:1,pass,nolog,ctl:ruleRemoveTargetById=30;TX:pl"
+SecRule REQUEST_URI "@rx ." "id:21,phase:1,pass,nolog,ctl:ruleRemoveTargetById=99;TX:pl"
+SecRule TX:pl "@eq 1" "id:30,phase:1,deny,status:403,log"
+"#,
+    );
+    assert_eq!(r.constant_rules().1, 1, "rule 30 is decided");
+    let plain = both(&r, "/", &["pl"]);
+    assert_eq!(plain.interruption().map(|i| i.rule_id), Some(30));
+    let excepted = both(&r, "/ex", &["pl"]);
+    assert!(excepted.interruption().is_none());
+}
