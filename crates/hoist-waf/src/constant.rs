@@ -11,12 +11,13 @@
 //!   Entered with an empty TX, it always leaves the same TX, the same matched (nolog, pass)
 //!   rules and the same MATCHED_VARS, so a transaction that reaches it with an empty TX, no
 //!   pending skip and no rule or target removals copies that state and jumps past it.
-//! - **Decisions**: a later rule without chain or capture whose targets and operator
-//!   arguments read only *stable* TX variables (ones the block may write and no rule outside
-//!   it can: no setvar name, literal or the literal head of a macro name, and no capture can
-//!   reach them) matches, or not, with the same variables on every request that replayed the
-//!   block. Its operator is not run again; a match still runs its actions and logging with
-//!   the request's own state.
+//! - **Decisions**: a later rule whose targets and operator arguments read only *stable* TX
+//!   variables (ones no rule outside the block can write: no setvar name, literal or the
+//!   literal head of a macro name, and no capture can reach them) matches, or not, with the
+//!   same variables on every request that replayed the block. Its operator is not run
+//!   again; a match still runs its actions and logging with the request's own state. For a
+//!   chain (or a rule with `capture`) only "no match" is decided: a first link that does not
+//!   match ends it.
 //!
 //! A transaction that did not replay the block (TX written before it, a removal, the public
 //! `set_tx_var`) evaluates every rule as written.
@@ -100,19 +101,22 @@ impl ConstantPlan {
                 decisions,
             };
         };
-        let stable = stable_names(rules, &block);
+        let stable = StableTx::new(rules, &block);
         for (p, list) in rules.phases.iter().enumerate() {
             let first = if p == 0 { block.resume.next } else { 0 };
             for (index, entry) in list.iter().enumerate().skip(first) {
                 let Entry::Rule(rule) = entry else { continue };
-                if !decidable(rule, &stable) {
+                if !stable.decides(rule) {
                     continue;
                 }
+                // The first link alone: when it does not match, neither does the chain.
                 probe.current_rule_id = rule.id;
-                decisions[p][index] = if probe.evaluate_chain(rule) {
+                decisions[p][index] = if !probe.evaluate(rule, rule) {
+                    Decision::NoMatch
+                } else if rule.chained.is_none() && !rule.actions.capture {
                     Decision::Match(probe.matched_vars.clone())
                 } else {
-                    Decision::NoMatch
+                    Decision::Undecided
                 };
             }
         }
@@ -191,65 +195,85 @@ fn reads_only_tx(head: &Rule) -> bool {
     true
 }
 
-/// A rule whose match depends on nothing but stable TX variables.
-fn decidable(rule: &Rule, stable: &HashSet<String>) -> bool {
-    if rule.chained.is_some() || rule.actions.capture || rule.unconditional {
-        return false;
-    }
-    let targets_ok = rule.targets.targets.iter().all(|t| match &t.selector {
-        Selector::Key(k) => t.var == VarName::Tx && stable.contains(k),
-        _ => false,
-    });
-    let operator_ok = operator_macro(&rule.operator).is_none_or(|m| {
-        m.parts.iter().all(|p| match p {
-            Part::Literal(_) => true,
-            Part::Var(VarName::Tx, Some(k)) => stable.contains(k),
-            Part::Var(VarName::Rule, _) => true,
-            Part::Var(..) => false,
-        })
-    });
-    targets_ok && operator_ok
+/// TX names no rule outside the block writes: their value (or absence) after the block holds
+/// for the rest of the transaction.
+struct StableTx {
+    /// Names written by setvar outside the block.
+    exact: HashSet<String>,
+    /// Literal heads of names built from macros.
+    prefixes: Vec<String>,
+    /// Some rule captures: TX.0 .. TX.99 are written.
+    captures: bool,
+    /// A name that is all macro is written somewhere: nothing is stable.
+    none: bool,
 }
 
-/// TX names the block may write and nothing outside it can.
-fn stable_names(rules: &RuleSet, block: &Block) -> HashSet<String> {
-    let mut exact: HashSet<String> = HashSet::new();
-    let mut prefixes: Vec<String> = Vec::new();
-    for (p, list) in rules.phases.iter().enumerate() {
-        for (index, entry) in list.iter().enumerate() {
-            if p == 0 && (block.start..block.resume.next).contains(&index) {
-                continue;
+impl StableTx {
+    fn new(rules: &RuleSet, block: &Block) -> StableTx {
+        let mut stable = StableTx {
+            exact: HashSet::new(),
+            prefixes: Vec::new(),
+            captures: false,
+            none: false,
+        };
+        for (p, list) in rules.phases.iter().enumerate() {
+            for (index, entry) in list.iter().enumerate() {
+                if p == 0 && (block.start..block.resume.next).contains(&index) {
+                    continue;
+                }
+                let Entry::Rule(head) = entry else { continue };
+                let mut link = Some(&**head);
+                while let Some(rule) = link {
+                    stable.add_writes(rule);
+                    link = rule.chained.as_deref();
+                }
             }
-            let Entry::Rule(head) = entry else { continue };
-            let mut link = Some(&**head);
-            while let Some(rule) = link {
-                if rule.actions.capture {
-                    // TX.0 .. TX.99: captures write the groups' numbers.
-                    prefixes.extend((0..10).map(|d| d.to_string()));
+        }
+        stable
+    }
+
+    fn add_writes(&mut self, rule: &Rule) {
+        self.captures |= rule.actions.capture;
+        for e in &rule.actions.effects {
+            let Effect::SetVar(sv) = e else { continue };
+            match sv.name.parts.as_slice() {
+                [] => {}
+                [Part::Literal(name)] => {
+                    self.exact.insert(name.clone());
                 }
-                for e in &rule.actions.effects {
-                    if let Effect::SetVar(sv) = e {
-                        match sv.name.parts.as_slice() {
-                            [] => {}
-                            [Part::Literal(name)] => {
-                                exact.insert(name.clone());
-                            }
-                            [Part::Literal(head), ..] => prefixes.push(head.clone()),
-                            // A name that is all macro can be anything.
-                            _ => return HashSet::new(),
-                        }
-                    }
-                }
-                link = rule.chained.as_deref();
+                [Part::Literal(head), ..] => self.prefixes.push(head.clone()),
+                _ => self.none = true,
             }
         }
     }
-    block
-        .tx
-        .keys()
-        .filter(|k| !exact.contains(*k) && !prefixes.iter().any(|p| k.starts_with(p.as_str())))
-        .cloned()
-        .collect()
+
+    fn is_stable(&self, name: &str) -> bool {
+        let written = self.none
+            || (self.captures && name.starts_with(|c: char| c.is_ascii_digit()))
+            || self.exact.contains(name)
+            || self.prefixes.iter().any(|p| name.starts_with(p.as_str()));
+        !written
+    }
+
+    /// The rule's first link reads nothing but stable variables (and its own id).
+    fn decides(&self, rule: &Rule) -> bool {
+        if rule.unconditional {
+            return false;
+        }
+        let targets_ok = rule.targets.targets.iter().all(|t| match &t.selector {
+            Selector::Key(k) => t.var == VarName::Tx && self.is_stable(k),
+            _ => false,
+        });
+        let operator_ok = operator_macro(&rule.operator).is_none_or(|m| {
+            m.parts.iter().all(|p| match p {
+                Part::Literal(_) => true,
+                Part::Var(VarName::Tx, Some(k)) => self.is_stable(k),
+                Part::Var(VarName::Rule, _) => true,
+                Part::Var(..) => false,
+            })
+        });
+        targets_ok && operator_ok
+    }
 }
 
 /// Variables a macro may read and still be the same on every request: TX, the rule's own

@@ -150,7 +150,7 @@ impl Transaction {
         true
     }
 
-    fn evaluate(&mut self, rule: &Rule, head: &Rule) -> bool {
+    pub(crate) fn evaluate(&mut self, rule: &Rule, head: &Rule) -> bool {
         if rule.unconditional {
             for effect in &rule.actions.effects {
                 self.apply_effect(effect);

@@ -173,3 +173,49 @@ SecRule TX:pl "@eq 1" "id:30,phase:1,deny,status:403,log"
     let excepted = both(&r, "/ex", &["pl"]);
     assert!(excepted.interruption().is_none());
 }
+
+#[test]
+fn a_chain_whose_first_link_cannot_match_is_decided() {
+    let r = rules(
+        r#"
+SecAction "id:10,phase:1,pass,nolog,setvar:tx.a=1"
+SecRule &TX:max_args "@eq 1" "id:20,phase:2,deny,status:403,log,chain"
+    SecRule &ARGS "@gt 0" ""
+SecRule TX:a "@eq 1" "id:21,phase:2,deny,status:418,log,chain"
+    SecRule ARGS:x "@streq y" ""
+SecRule &TX:never "@eq 1" "id:22,phase:2,deny,status:402,log,capture"
+"#,
+    );
+    // 20 and 22 decided (a never-written name is absent for good); 21's first link matches,
+    // so its chain is left to evaluation.
+    assert_eq!(r.constant_rules().1, 2);
+    assert!(both(&r, "/?q=1", &["a"]).interruption().is_none());
+    let teapot = both(&r, "/?x=y", &["a"]);
+    assert_eq!(teapot.interruption().map(|i| i.status), Some(418));
+    // Once a request rule may write the name, the chain is evaluated each time.
+    let r = rules(
+        r#"
+SecAction "id:10,phase:1,pass,nolog,setvar:tx.a=1"
+SecRule ARGS:limit "@rx ." "id:15,phase:1,pass,nolog,setvar:tx.max_args=1"
+SecRule &TX:max_args "@eq 1" "id:20,phase:2,deny,status:403,log,chain"
+    SecRule &ARGS "@gt 1" ""
+"#,
+    );
+    assert_eq!(r.constant_rules().1, 0);
+    let limited = both(&r, "/?limit=1&q=2", &["max_args"]);
+    assert_eq!(limited.interruption().map(|i| i.status), Some(403));
+}
+
+#[test]
+fn captured_groups_are_never_decided() {
+    let r = rules(
+        r#"
+SecAction "id:10,phase:1,pass,nolog,setvar:tx.a=1"
+SecRule ARGS:v "@rx (\d)" "id:15,phase:1,pass,nolog,capture"
+SecRule TX:1 "@eq 7" "id:20,phase:1,deny,status:403,log"
+"#,
+    );
+    assert_eq!(r.constant_rules().1, 0);
+    let seven = both(&r, "/?v=7", &["1"]);
+    assert_eq!(seven.interruption().map(|i| i.rule_id), Some(20));
+}
