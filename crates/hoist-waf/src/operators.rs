@@ -331,8 +331,10 @@ pub fn atoi(input: &[u8]) -> i64 {
     }
 }
 
+/// memmem, not a compare per window: CRS's `@within` lists (restricted headers, allowed
+/// methods and content types) are a few hundred bytes searched once per header.
 fn contains(hay: &[u8], needle: &[u8]) -> bool {
-    needle.is_empty() || hay.windows(needle.len()).any(|w| w == needle)
+    memchr::memmem::find(hay, needle).is_some()
 }
 
 fn contains_word(hay: &[u8], word: &[u8]) -> bool {
@@ -340,10 +342,8 @@ fn contains_word(hay: &[u8], word: &[u8]) -> bool {
         return true;
     }
     let is_word = |b: u8| b.is_ascii_alphanumeric() || b == b'_';
-    hay.windows(word.len()).enumerate().any(|(i, w)| {
-        w == word
-            && (i == 0 || !is_word(hay[i - 1]))
-            && hay.get(i + word.len()).is_none_or(|&b| !is_word(b))
+    memchr::memmem::find_iter(hay, word).any(|i| {
+        (i == 0 || !is_word(hay[i - 1])) && hay.get(i + word.len()).is_none_or(|&b| !is_word(b))
     })
 }
 

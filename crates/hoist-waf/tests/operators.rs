@@ -95,6 +95,12 @@ fn string_comparisons_with_macros() {
     );
     assert!(hit("@containsWord select", b"1 select 2"));
     assert!(!hit("@containsWord select", b"selected"));
+    assert!(
+        hit("@containsWord select", b"selected_x, select"),
+        "a later occurrence that is a word"
+    );
+    assert!(!hit("@contains ell", b"el"));
+    assert!(hit("@within /accept/ /host/", b"/host/"));
 }
 
 #[test]
