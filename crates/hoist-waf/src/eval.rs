@@ -71,9 +71,12 @@ impl Transaction {
             return true;
         }
         self.current_rule_id = rule.id;
-        let decision = match plan {
-            Some(p) if self.constant_tx && !self.targets_removed_from(rule) => {
-                p.decision(phase, index)
+        let decision = match plan.map(|p| p.decision(phase, index)) {
+            // The removal check reads the rule's tags: only for the rules it can change.
+            Some(d @ (Decision::NoMatch | Decision::Match(_)))
+                if self.constant_tx && !self.targets_removed_from(rule) =>
+            {
+                d
             }
             _ => &Decision::Undecided,
         };
@@ -129,12 +132,15 @@ impl Transaction {
     }
 
     fn is_removed(&self, rule: &Rule) -> bool {
+        // Both lists are empty on most requests: then the rule's tags are not even read
+        // (they are a cache miss per rule, hundreds per request).
         crate::actions::in_ranges(&self.removed_ids, rule.id)
-            || rule
-                .actions
-                .tags
-                .iter()
-                .any(|t| self.removed_tags.contains(t))
+            || (!self.removed_tags.is_empty()
+                && rule
+                    .actions
+                    .tags
+                    .iter()
+                    .any(|t| self.removed_tags.contains(t)))
     }
 
     /// Evaluates a rule and its chain. As in ModSecurity, each link's non-disruptive actions
