@@ -95,7 +95,7 @@ impl ConstantPlan {
         for (phase, list) in rules.phases.iter().enumerate() {
             decisions[phase] = vec![Decision::Undecided; list.len()];
         }
-        let Some(block) = run_block(&mut probe, &rules.phases[0]) else {
+        let Some(block) = run_block(&mut probe, rules) else {
             return ConstantPlan {
                 block: None,
                 decisions,
@@ -129,7 +129,8 @@ impl ConstantPlan {
 
 /// Runs phase 1 from its first TX-only rule for as long as rules read only TX and a match
 /// leaves no trace but TX (nolog, no interruption, no `allow`).
-fn run_block(probe: &mut Transaction, list: &[Entry]) -> Option<Block> {
+fn run_block(probe: &mut Transaction, rules: &RuleSet) -> Option<Block> {
+    let list = &rules.phases[0];
     let start = list
         .iter()
         .position(|e| matches!(e, Entry::Rule(r) if reads_only_tx(r)))?;
@@ -148,7 +149,7 @@ fn run_block(probe: &mut Transaction, list: &[Entry]) -> Option<Block> {
             at,
             probe.current_rule_id,
         );
-        let go_on = probe.step(entry, 1, &mut at, None);
+        let go_on = probe.step(rules, 1, &mut at, None);
         let left_trace = probe.matched[before.1..].iter().any(|m| m.logged)
             || probe.interruption.is_some()
             || probe.allowed;

@@ -4,9 +4,10 @@
 use crate::actions::{Ctl, Disruptive, Effect, EngineMode, SetVarOp};
 use crate::collections::Items;
 use crate::constant::{Block, ConstantPlan, Decision};
+use crate::heads::{tag_bit, Head};
 use crate::macros::Macro;
 use crate::operators::{atoi, Expand};
-use crate::rules::{Entry, Rule};
+use crate::rules::{Entry, Rule, RuleSet};
 use crate::transaction::{Hit, Interruption, MatchedRule, RemovedTarget, Transaction};
 use crate::variables::Exclusion;
 use smallvec::SmallVec;
@@ -33,7 +34,7 @@ impl Transaction {
         let plan = self.use_constant_plan.then(|| rules.constant_plan());
         let list = &rules.phases[usize::from(phase - 1)];
         let mut at = Cursor::default();
-        while let Some(entry) = list.get(at.next) {
+        while at.next < list.len() {
             if let Some(block) = plan.and_then(|p| p.block()) {
                 if phase == 1 && at.next == block.start && self.can_replay(at) {
                     self.replay(block);
@@ -41,53 +42,65 @@ impl Transaction {
                     continue;
                 }
             }
-            if !self.step(entry, phase, &mut at, plan) {
+            if !self.step(&rules, phase, &mut at, plan) {
                 break;
             }
         }
     }
 
     /// One entry of a phase's list: skips, removals, evaluation and the actions of a match.
-    /// `false` when the phase stops (an interruption or `allow`).
+    /// `false` when the phase stops (an interruption or `allow`). Passing over a rule (a
+    /// marker, a skip, a removal, a decided or gated-off rule) reads only its packed head.
     #[inline(always)]
     pub(crate) fn step(
         &mut self,
-        entry: &Entry,
+        rules: &RuleSet,
         phase: u8,
         at: &mut Cursor,
         plan: Option<&ConstantPlan>,
     ) -> bool {
+        let p = usize::from(phase - 1);
         let index = at.next;
         at.next += 1;
-        let rule = match entry {
-            Entry::Marker(_) => return true,
-            Entry::Rule(r) => r,
+        let list = &rules.phases[p];
+        let Some(head) = rules.heads.phases[p].get(index).filter(|h| !h.marker) else {
+            return true;
         };
         if at.skip > 0 {
             at.skip -= 1;
             return true;
         }
-        if self.is_removed(rule) {
+        if self.is_removed(head, list, index) {
             return true;
         }
-        self.current_rule_id = rule.id;
+        self.current_rule_id = head.id;
         let decision = match plan.map(|p| p.decision(phase, index)) {
-            // The removal check reads the rule's tags: only for the rules it can change.
             Some(d @ (Decision::NoMatch | Decision::Match(_)))
-                if self.constant_tx && !self.targets_removed_from(rule) =>
+                if self.constant_tx && !self.targets_removed_from(head, list, index) =>
             {
                 d
             }
             _ => &Decision::Undecided,
         };
+        if matches!(decision, Decision::NoMatch) {
+            return true;
+        }
+        if let (Decision::Undecided, Some((slot, gates))) = (decision, head.gated(&rules.heads)) {
+            if !self.gates_open(slot, gates) {
+                return true;
+            }
+        }
+        // Only now is the rule itself read.
+        let Some(rule) = rule_at(list, index) else {
+            return true;
+        };
         let matched = match decision {
-            Decision::Undecided => self.evaluate_chain(rule),
-            Decision::NoMatch => false,
             Decision::Match(vars) => {
                 let hits = vars.iter().map(|(n, v)| (n.clone(), v.clone(), None));
                 self.record_matches(rule, hits);
                 true
             }
+            _ => self.evaluate_chain(rule),
         };
         if !matched {
             return true;
@@ -125,22 +138,21 @@ impl Transaction {
         self.constant_tx = true;
     }
 
-    fn targets_removed_from(&self, head: &Rule) -> bool {
-        removed_targets_of(&self.removed_targets, head)
-            .next()
-            .is_some()
+    /// Whether a `ctl:ruleRemoveTarget*` of this transaction names the rule; its tags are
+    /// read only when one of the removals' tags may be among them.
+    fn targets_removed_from(&self, head: &Head, list: &[Entry], index: usize) -> bool {
+        self.removed_targets.iter().any(|r| match r {
+            RemovedTarget::Ids(ids, _) => crate::actions::in_ranges(ids, head.id),
+            RemovedTarget::Tag(tag, bit, _) => {
+                head.tag_bits & bit != 0 && has_tag(list, index, tag)
+            }
+        })
     }
 
-    fn is_removed(&self, rule: &Rule) -> bool {
-        // Both lists are empty on most requests: then the rule's tags are not even read
-        // (they are a cache miss per rule, hundreds per request).
-        crate::actions::in_ranges(&self.removed_ids, rule.id)
-            || (!self.removed_tags.is_empty()
-                && rule
-                    .actions
-                    .tags
-                    .iter()
-                    .any(|t| self.removed_tags.contains(t)))
+    fn is_removed(&self, head: &Head, list: &[Entry], index: usize) -> bool {
+        crate::actions::in_ranges(&self.removed_ids, head.id)
+            || (head.tag_bits & self.removed_tag_bits != 0
+                && self.removed_tags.iter().any(|t| has_tag(list, index, t)))
     }
 
     /// Evaluates a rule and its chain. As in ModSecurity, each link's non-disruptive actions
@@ -413,7 +425,10 @@ impl Transaction {
             Effect::Ctl(ctl) => match ctl {
                 Ctl::RuleEngine(mode) => self.engine = *mode,
                 Ctl::RuleRemoveById(ids) => self.removed_ids.extend(ids.iter().copied()),
-                Ctl::RuleRemoveByTag(tag) => self.removed_tags.push(tag.clone()),
+                Ctl::RuleRemoveByTag(tag) => {
+                    self.removed_tag_bits |= tag_bit(tag);
+                    self.removed_tags.push(tag.clone());
+                }
                 Ctl::RuleRemoveTargetById(ids, excl) => {
                     for e in excl {
                         self.removed_targets
@@ -422,8 +437,11 @@ impl Transaction {
                 }
                 Ctl::RuleRemoveTargetByTag(tag, excl) => {
                     for e in excl {
-                        self.removed_targets
-                            .push(RemovedTarget::Tag(tag.clone(), e.clone()));
+                        self.removed_targets.push(RemovedTarget::Tag(
+                            tag.clone(),
+                            tag_bit(tag),
+                            e.clone(),
+                        ));
                     }
                 }
                 Ctl::RequestBodyProcessor(p) => self.body_processor = Some(*p),
@@ -442,7 +460,22 @@ fn removed_targets_of<'a>(
 ) -> impl Iterator<Item = &'a Exclusion> {
     removed.iter().filter_map(move |r| match r {
         RemovedTarget::Ids(ids, e) if crate::actions::in_ranges(ids, head.id) => Some(e),
-        RemovedTarget::Tag(tag, e) if head.actions.tags.contains(tag) => Some(e),
+        RemovedTarget::Tag(tag, _, e) if head.actions.tags.contains(tag) => Some(e),
         _ => None,
     })
+}
+
+/// The rule at `index`. Out of line on purpose: with the rule in hand, the compiler reads its
+/// fields ahead of the checks that pass most rules over (a rule reference may be read
+/// early), and that read is the cache miss the packed heads are there to avoid.
+#[inline(never)]
+fn rule_at(list: &[Entry], index: usize) -> Option<&Rule> {
+    match list.get(index) {
+        Some(Entry::Rule(rule)) => Some(rule),
+        _ => None,
+    }
+}
+
+fn has_tag(list: &[Entry], index: usize, tag: &str) -> bool {
+    rule_at(list, index).is_some_and(|rule| rule.actions.tags.iter().any(|t| t == tag))
 }

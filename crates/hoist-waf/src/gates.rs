@@ -139,6 +139,11 @@ impl Transaction {
         let (Some(gates), Some(slot)) = (&rule.gates, rule.prefilter_slot) else {
             return true;
         };
+        self.gates_open(slot, gates)
+    }
+
+    /// Whether any of `gates` lets prefilter `slot` through.
+    pub(crate) fn gates_open(&mut self, slot: u32, gates: &[u32]) -> bool {
         gates.iter().any(|&g| {
             let start = self.union(g);
             let words = self.rules.prefilter().map_or(0, |p| p.words());

@@ -23,6 +23,7 @@ mod decode;
 pub mod error;
 mod eval;
 mod gates;
+mod heads;
 mod hit_keeping;
 mod json;
 mod log;

@@ -5,6 +5,7 @@ use crate::actions::{in_ranges, parse_id_ranges, Actions, Disruptive, EngineMode
 use crate::chains::{ChainId, Chains, EMPTY_CHAIN};
 use crate::constant::ConstantPlan;
 use crate::error::Error;
+use crate::heads::Heads;
 use crate::operators::{Operator, Pattern};
 use crate::parser::{self, Directive};
 use crate::prefilter::{required_literals, Prefilter};
@@ -94,6 +95,8 @@ pub struct RuleSet {
     pub(crate) prefilter: Option<Prefilter>,
     /// The (target, chain) pairs rules are gated on, indexed by gate id.
     pub(crate) gates: Vec<crate::gates::GateDef>,
+    /// The phase loop's packed view of `phases` (see `heads`).
+    pub(crate) heads: Heads,
     /// Worked out on the first transaction (it runs rules on a probe transaction).
     pub(crate) constant_plan: OnceLock<ConstantPlan>,
 }
@@ -263,6 +266,7 @@ impl Builder {
             chains: Chains::default(),
             prefilter: None,
             gates: Vec::new(),
+            heads: Heads::default(),
             constant_plan: OnceLock::new(),
         };
         for d in directives {
@@ -362,6 +366,7 @@ impl Builder {
         }
         set.intern_chains();
         set.resolve_skip_after();
+        set.heads = Heads::build(&set.phases);
         Ok(set)
     }
 

@@ -45,7 +45,8 @@ pub(crate) type Hit = (String, Vec<u8>, Option<Vec<Vec<u8>>>);
 
 pub(crate) enum RemovedTarget {
     Ids(IdRanges, Exclusion),
-    Tag(String, Exclusion),
+    /// The tag, its `heads::tag_bit`, and what is removed.
+    Tag(String, u64, Exclusion),
 }
 
 pub(crate) type TxMap = HashMap<String, Vec<u8>, foldhash::fast::RandomState>;
@@ -95,6 +96,8 @@ pub struct Transaction {
     pub(crate) empty: Pairs,
     pub(crate) removed_ids: IdRanges,
     pub(crate) removed_tags: Vec<String>,
+    /// `heads::tag_bit` of each removed tag, OR-ed.
+    pub(crate) removed_tag_bits: u64,
     pub(crate) removed_targets: Vec<RemovedTarget>,
     pub(crate) interruption: Option<Interruption>,
     /// `allow` stops rule processing for the remaining request/response phases.
@@ -182,6 +185,7 @@ impl Transaction {
             empty: Vec::new(),
             removed_ids: Vec::new(),
             removed_tags: Vec::new(),
+            removed_tag_bits: 0,
             removed_targets: Vec::new(),
             interruption: None,
             allowed: false,

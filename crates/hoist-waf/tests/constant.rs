@@ -219,3 +219,32 @@ SecRule TX:1 "@eq 7" "id:20,phase:1,deny,status:403,log"
     let seven = both(&r, "/?v=7", &["1"]);
     assert_eq!(seven.interruption().map(|i| i.rule_id), Some(20));
 }
+
+#[test]
+fn removals_by_tag_reach_decided_and_gated_rules() {
+    let r = rules(
+        r#"
+SecAction "id:10,phase:1,pass,nolog,setvar:tx.pl=1"
+SecRule REQUEST_URI "@beginsWith /a" "id:20,phase:1,pass,nolog,ctl:ruleRemoveByTag=attack-x"
+SecRule REQUEST_URI "@contains /b" "id:21,phase:1,pass,nolog,ctl:ruleRemoveTargetByTag=attack-y;ARGS:q"
+SecRule REQUEST_URI "@beginsWith /c" "id:22,phase:1,pass,nolog,ctl:ruleRemoveTargetByTag=attack-z;TX:pl"
+SecRule TX:pl "@eq 1" "id:32,phase:2,pass,log,tag:'attack-z'"
+SecRule TX:pl "@eq 1" "id:30,phase:2,deny,status:401,log,tag:'other',tag:'attack-x'"
+SecRule ARGS "@rx evil" "id:31,phase:2,deny,status:403,log,tag:'attack-y'"
+"#,
+    );
+    let status = |uri: &str| both(&r, uri, &["pl"]).interruption().map(|i| i.status);
+    assert_eq!(status("/?q=evil"), Some(401));
+    // Removed by tag: 30 no longer runs, 31 (gated on "evil") does.
+    assert_eq!(status("/a?q=evil"), Some(403));
+    // With 30 removed too, ARGS:q taken from 31 by tag: only another argument trips it.
+    assert_eq!(status("/a/b?q=evil"), None);
+    assert_eq!(status("/a/b?q=x&r=evil"), Some(403));
+    // TX:pl taken from the decided rule 32 by tag: it must not match.
+    let c = both(&r, "/c", &["pl"]);
+    assert!(!c.matched_rules().iter().any(|m| m.id == 32));
+    assert!(both(&r, "/", &["pl"])
+        .matched_rules()
+        .iter()
+        .any(|m| m.id == 32));
+}
