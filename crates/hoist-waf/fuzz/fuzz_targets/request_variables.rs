@@ -1,6 +1,8 @@
 //! Arbitrary requests through variable extraction, body processors, transformations and
 //! operators: the input is split into a request line, headers and a body, and run through
-//! rules that read every collection. `cargo fuzz run request_variables` (nightly).
+//! rules that read every collection. Each request runs twice, with and without the constant
+//! plan (a TX variable set before phase 1 turns it off), and both must match the same rules.
+//! `cargo fuzz run request_variables` (nightly).
 #![no_main]
 
 use hoist_waf::{RuleSet, Transaction};
@@ -15,6 +17,15 @@ SecResponseBodyAccess On
 SecRequestBodyLimit 65536
 SecRule REQUEST_HEADERS:Content-Type "@rx (?i)json" "id:1,phase:1,pass,nolog,ctl:requestBodyProcessor=JSON"
 SecRule REQUEST_HEADERS:Content-Type "@rx (?i)xml" "id:2,phase:1,pass,nolog,ctl:requestBodyProcessor=XML"
+SecAction "id:10,phase:1,pass,nolog,setvar:tx.pl=1,setvar:tx.limit=3"
+SecRule &TX:pl "@eq 0" "id:11,phase:1,pass,nolog,setvar:tx.pl=2"
+SecRule TX:pl "@lt 2" "id:12,phase:1,pass,nolog,skipAfter:END-PL2"
+SecRule ARGS "@rx attack" "id:13,phase:1,deny,status:403,log"
+SecMarker END-PL2
+SecRule REQUEST_URI "@contains /rm" "id:17,phase:1,pass,nolog,ctl:ruleRemoveTargetById=16;TX:pl"
+SecRule ARGS:limit "@rx ^\d$" "id:14,phase:1,pass,nolog,capture,setvar:tx.limit=%{TX.0}"
+SecRule &ARGS "@gt %{tx.limit}" "id:15,phase:2,pass,log,msg:'too many'"
+SecRule TX:pl "@eq 1" "id:16,phase:2,pass,log,msg:'pl %{tx.pl} at %{REQUEST_URI}'"
 SecRule ARGS|ARGS_NAMES|REQUEST_COOKIES|REQUEST_COOKIES_NAMES|REQUEST_HEADERS|REQUEST_HEADERS_NAMES|FILES|FILES_NAMES|MULTIPART_PART_HEADERS|XML:/*|XML://@* "@rx (?i)(select|script|\.\./)" "id:3,phase:2,pass,capture,multiMatch,t:none,t:urlDecodeUni,t:htmlEntityDecode,t:jsDecode,t:cssDecode,t:utf8toUnicode,t:removeNulls,t:cmdLine,t:normalisePathWin,t:replaceComments,t:compressWhitespace,t:base64Decode,t:escapeSeqDecode,setvar:'tx.hits=+1',setvar:'tx.m_%{MATCHED_VAR_NAME}=%{TX.0}'"
 SecRule REQUEST_URI|REQUEST_URI_RAW|REQUEST_FILENAME|REQUEST_BASENAME|REQUEST_LINE|QUERY_STRING|REQUEST_BODY|REQBODY_ERROR_MSG "@detectSQLi" "id:4,phase:2,pass,t:none,t:urlDecode,t:lowercase"
 SecRule ARGS|REQUEST_BODY "@detectXSS" "id:5,phase:2,pass,t:none,t:urlDecode"
@@ -35,15 +46,21 @@ fn rules() -> Arc<RuleSet> {
         .clone()
 }
 
-fuzz_target!(|data: &[u8]| {
+fn run(data: &[u8], slow: bool) -> Transaction {
     let text = String::from_utf8_lossy(data);
     let (head, body) = text.split_once("\n\n").unwrap_or((&text, ""));
     let mut lines = head.lines();
     let line = lines.next().unwrap_or("");
     let mut parts = line.splitn(3, ' ');
-    let (method, uri, proto) =
-        (parts.next().unwrap_or(""), parts.next().unwrap_or(""), parts.next().unwrap_or(""));
+    let (method, uri, proto) = (
+        parts.next().unwrap_or(""),
+        parts.next().unwrap_or(""),
+        parts.next().unwrap_or(""),
+    );
     let mut tx = Transaction::new(rules(), "127.0.0.1", "fuzz");
+    if slow {
+        tx.set_tx_var("zz_fuzz_slow_path", b"1");
+    }
     tx.process_request_line(method, uri, proto);
     for l in lines {
         if let Some((k, v)) = l.split_once(':') {
@@ -59,4 +76,26 @@ fuzz_target!(|data: &[u8]| {
     tx.append_response_body(body.as_bytes());
     tx.process_response_body();
     tx.process_logging();
+    tx
+}
+
+fn outcome(tx: &Transaction) -> (Vec<(i64, u8, String)>, Option<(u16, i64)>) {
+    let matched = tx
+        .matched_rules()
+        .iter()
+        .map(|m| (m.id, m.phase, m.message.clone()));
+    (
+        matched.collect(),
+        tx.interruption().map(|i| (i.status, i.rule_id)),
+    )
+}
+
+fuzz_target!(|data: &[u8]| {
+    let fast = run(data, false);
+    let slow = run(data, true);
+    assert_eq!(
+        outcome(&fast),
+        outcome(&slow),
+        "the constant plan changed the outcome"
+    );
 });
