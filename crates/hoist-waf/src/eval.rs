@@ -121,7 +121,10 @@ impl Transaction {
     /// The constant block (see `constant`) gives the same state to every transaction that
     /// enters it like this.
     fn can_replay(&self, at: Cursor) -> bool {
+        // The probe ran with the rule set's engine mode: a `deny` or `allow` it saw do
+        // nothing in DetectionOnly would act after `ctl:ruleEngine=On`.
         at.skip == 0
+            && self.engine == self.rules.engine
             && self.tx.is_empty()
             && self.removed_ids.is_empty()
             && self.removed_tags.is_empty()

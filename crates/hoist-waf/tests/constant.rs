@@ -248,3 +248,24 @@ SecRule ARGS "@rx evil" "id:31,phase:2,deny,status:403,log,tag:'attack-y'"
         .iter()
         .any(|m| m.id == 32));
 }
+
+#[test]
+fn the_block_is_not_replayed_under_another_engine_mode() {
+    let r = rules(
+        r#"
+SecRuleEngine DetectionOnly
+SecRule REQUEST_URI "@streq /enforce" "id:1,phase:1,pass,nolog,ctl:ruleEngine=On"
+SecAction "id:10,phase:1,pass,nolog,setvar:tx.a=1"
+SecRule TX:a "@eq 1" "id:11,phase:1,deny,status:403,nolog"
+SecAction "id:12,phase:1,pass,nolog,setvar:tx.b=1"
+"#,
+    );
+    // Detection only: rule 11 matches without interrupting, so it is part of the block.
+    assert_eq!(r.constant_rules().0, 3);
+    let detect = both(&r, "/", &["a", "b"]);
+    assert!(detect.interruption().is_none());
+    assert_eq!(detect.tx_var("b"), Some(&b"1"[..]));
+    let enforced = both(&r, "/enforce", &["a", "b"]);
+    assert_eq!(enforced.interruption().map(|i| i.rule_id), Some(11));
+    assert_eq!(enforced.tx_var("b"), None);
+}
