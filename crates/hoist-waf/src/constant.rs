@@ -10,7 +10,8 @@
 //!   targets, operator arguments and actions touch nothing but TX (and their own match).
 //!   Entered with an empty TX, it always leaves the same TX, the same matched (nolog, pass)
 //!   rules and the same MATCHED_VARS, so a transaction that reaches it with an empty TX, no
-//!   pending skip and no rule or target removals copies that state and jumps past it.
+//!   pending skip, no rule or target removals and the configured engine mode copies that
+//!   state and jumps past it.
 //! - **Decisions**: a later rule whose targets and operator arguments read only *stable* TX
 //!   variables (ones no rule outside the block can write: no setvar name, literal or the
 //!   literal head of a macro name, and no capture can reach them) matches, or not, with the
