@@ -207,10 +207,9 @@ impl Transaction {
         let chain_mask = rules.chains.mask(rule.chain);
         for item in &items {
             // The literals the regex needs are in none of the value's transformations' hits,
-            // known without transforming it: no match, and nothing to record.
-            if let (Some((slot, p)), Some(vslot), false, false) =
-                (prefilter, item.slot, rule.negated, rule.actions.multi_match)
-            {
+            // known without transforming it: no match, and nothing to record. (Each step
+            // then changes at most case, so this holds for multiMatch's intermediate values.)
+            if let (Some((slot, p)), Some(vslot), false) = (prefilter, item.slot, rule.negated) {
                 let kept = cache.hits_kept(vslot, &item.value, chain_mask, rules.chains.len(), p);
                 if kept.is_some_and(|bits| !crate::prefilter::has_slot(bits, slot)) {
                     continue;

@@ -8,7 +8,8 @@
 //! values, so it is skipped whole: no collection, no per-value lookups. Exclusions
 //! (`!ARGS:foo`, ctl:ruleRemoveTargetById) only remove values, so a union over the
 //! unexcluded target is a superset and the skip stays exact. Negated and multiMatch rules
-//! are never gated: they can match where no literal occurs.
+//! are never gated: they can match where no literal occurs (and multiMatch ones test
+//! intermediate values, whose scans would cost more than the rules save).
 //!
 //! Most values have nothing any decoder would change, and the prefilter ignores case, so
 //! most chains leave a value's hits as they are (`Transform::keeps_prefilter_hits`). Each

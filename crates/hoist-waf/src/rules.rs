@@ -127,8 +127,9 @@ impl RuleSet {
 impl RuleSet {
     /// Gives every rule (chain links included) its chain id, every @rx rule with required
     /// literals and every @pm rule a slot in the prefilter, and every rule that can be
-    /// skipped on the prefilter's word its gates (see `gates`). multiMatch rules test
-    /// intermediate values too, so they get no slot and always run their operator.
+    /// skipped on the prefilter's word its gates (see `gates`). multiMatch rules get a slot
+    /// but no gates: they test the value after every step of their chain, and a union over
+    /// every prefix (base64Decode and all) cost more to scan than their regexes (measured).
     fn intern_chains(&mut self) {
         let mut literal_sets: Vec<Vec<Vec<u8>>> = Vec::new();
         let mut gates = crate::gates::GateTable::default();
@@ -138,7 +139,6 @@ impl RuleSet {
             while let Some(rule) = link {
                 rule.chain = self.chains.intern(&rule.transforms);
                 let literals = match &rule.operator {
-                    _ if rule.actions.multi_match => None,
                     Operator::Rx(Pattern::Bytes(re)) => required_literals(re.as_str()),
                     // @pm matches exactly when one of its phrases occurs (ASCII case
                     // folded, as the prefilter searches).
@@ -150,7 +150,7 @@ impl RuleSet {
                 if let Some(lits) = literals {
                     rule.prefilter_slot = u32::try_from(literal_sets.len()).ok();
                     literal_sets.push(lits);
-                    if !rule.negated {
+                    if !rule.negated && !rule.actions.multi_match {
                         rule.gates = gates.assign(&rule.targets, rule.chain);
                     }
                 }

@@ -83,6 +83,26 @@ SecRule ARGS "@rx ^<x>$" "id:3,phase:1,pass,nolog,multiMatch,t:none,t:lowercase,
 }
 
 #[test]
+fn multimatch_rules_are_prefiltered_without_losing_a_step() {
+    // A case-sensitive literal that occurs only before t:lowercase (which keeps the
+    // prefilter's case-folded hits), or only after t:urlDecode (which does not; ARGS are
+    // URL-decoded once when parsed, hence %2553).
+    let r = rules(
+        r#"SecRule ARGS "@rx Select" "id:1,phase:1,pass,nolog,multiMatch,t:none,t:lowercase,t:urlDecode,setvar:tx.hit=%{matched_var}""#,
+    );
+    assert_eq!(
+        tx_var(&get(&r, "/?q=Select"), "hit").as_deref(),
+        Some("select")
+    );
+    assert_eq!(
+        tx_var(&get(&r, "/?q=%2553elect"), "hit").as_deref(),
+        Some("Select")
+    );
+    assert_eq!(tx_var(&get(&r, "/?q=selected+items"), "hit"), None);
+    assert_eq!(tx_var(&get(&r, "/?q=nothing"), "hit"), None);
+}
+
+#[test]
 fn skip_after_jumps_to_the_next_marker_of_that_name() {
     let r = rules(
         r#"
