@@ -96,8 +96,7 @@ impl Transaction {
         };
         let matched = match decision {
             Decision::Match(vars) => {
-                let hits = vars.iter().map(|(n, v)| (n.clone(), v.clone(), None));
-                self.record_matches(rule, hits);
+                self.record_decided(rule, vars);
                 true
             }
             _ => self.evaluate_chain(rule),
@@ -284,13 +283,32 @@ impl Transaction {
         for (name, value, caps) in matched {
             if let Some(caps) = caps {
                 for (i, c) in caps.into_iter().enumerate() {
-                    self.tx.insert(i.to_string(), c);
+                    match CAPTURE_NAMES.get(i) {
+                        Some(name) => self.set_tx(name, &c),
+                        None => {
+                            self.tx.insert(i.to_string(), c);
+                        }
+                    }
                 }
             }
             self.matched_vars.push((name, value));
             for effect in &rule.actions.effects {
                 self.apply_effect(effect);
             }
+        }
+    }
+
+    /// `record_matches` for a match the constant plan decided: MATCHED_VARS copied into
+    /// the buffers of the last match's (no allocation when they are big enough).
+    fn record_decided(&mut self, rule: &Rule, vars: &crate::body::Pairs) {
+        if let [_] = vars.as_slice() {
+            self.matched_vars.clone_from(vars);
+            for effect in &rule.actions.effects {
+                self.apply_effect(effect);
+            }
+        } else {
+            let hits = vars.iter().map(|(n, v)| (n.clone(), v.clone(), None));
+            self.record_matches(rule, hits);
         }
     }
 
@@ -403,24 +421,52 @@ impl Transaction {
     fn apply_effect(&mut self, effect: &Effect) {
         match effect {
             Effect::SetVar(sv) => {
-                let name = self.expand(&sv.name).to_ascii_lowercase();
+                // A literal name was lowercased at load; CRS's names are nearly all literal.
+                let name: Cow<'_, str> = match sv.name.as_literal() {
+                    Some(lit) => Cow::Borrowed(lit),
+                    None => Cow::Owned(self.expand(&sv.name).to_ascii_lowercase()),
+                };
                 match &sv.op {
                     SetVarOp::Delete => {
-                        self.tx.remove(&name);
+                        self.tx.remove(&*name);
                     }
                     SetVarOp::Set(m) => {
-                        let v = self.expand(m).into_owned().into_bytes();
-                        self.tx.insert(name, v);
+                        // Through a spare buffer: the value may be another TX variable's.
+                        let mut value = std::mem::take(&mut self.setvar_buf);
+                        value.clear();
+                        value.extend_from_slice(self.expand(m).as_bytes());
+                        match self.tx.get_mut(&*name) {
+                            Some(old) => {
+                                std::mem::swap(old, &mut value);
+                                self.setvar_buf = value;
+                            }
+                            None => {
+                                self.tx.insert(name.into_owned(), value);
+                            }
+                        }
                     }
                     SetVarOp::Add(m) | SetVarOp::Sub(m) => {
                         let delta = atoi(self.expand(m).as_bytes());
-                        let current = self.tx.get(&name).map_or(0, |v| atoi(v));
-                        let next = if matches!(sv.op, SetVarOp::Add(_)) {
-                            current.saturating_add(delta)
-                        } else {
-                            current.saturating_sub(delta)
+                        let add = matches!(sv.op, SetVarOp::Add(_));
+                        let next = |current: i64| {
+                            if add {
+                                current.saturating_add(delta)
+                            } else {
+                                current.saturating_sub(delta)
+                            }
                         };
-                        self.tx.insert(name, next.to_string().into_bytes());
+                        match self.tx.get_mut(&*name) {
+                            Some(v) => {
+                                let n = next(atoi(v));
+                                v.clear();
+                                write_decimal(v, n);
+                            }
+                            None => {
+                                let mut v = Vec::new();
+                                write_decimal(&mut v, next(0));
+                                self.tx.insert(name.into_owned(), v);
+                            }
+                        }
                     }
                 }
             }
@@ -451,6 +497,44 @@ impl Transaction {
                 Ctl::RequestBodyAccess(on) => self.request_body_access = *on,
                 Ctl::AuditLog => {}
             },
+        }
+    }
+}
+
+/// TX.0 to TX.9, the names `capture` writes (ModSecurity keeps ten).
+const CAPTURE_NAMES: [&str; 10] = ["0", "1", "2", "3", "4", "5", "6", "7", "8", "9"];
+
+/// `n` in decimal, appended to `out` without the formatting machinery (scores are
+/// rewritten dozens of times per request).
+fn write_decimal(out: &mut Vec<u8>, n: i64) {
+    let mut digits = [0u8; 20];
+    let mut at = digits.len();
+    let mut rest = n.unsigned_abs();
+    loop {
+        at -= 1;
+        digits[at] = b'0' + (rest % 10) as u8;
+        rest /= 10;
+        if rest == 0 {
+            break;
+        }
+    }
+    if n < 0 {
+        out.push(b'-');
+    }
+    out.extend_from_slice(digits.get(at..).unwrap_or_default());
+}
+
+impl Transaction {
+    /// Sets a TX variable, reusing the old value's buffer when there is one.
+    pub(crate) fn set_tx(&mut self, name: &str, value: &[u8]) {
+        match self.tx.get_mut(name) {
+            Some(old) => {
+                old.clear();
+                old.extend_from_slice(value);
+            }
+            None => {
+                self.tx.insert(name.to_string(), value.to_vec());
+            }
         }
     }
 }

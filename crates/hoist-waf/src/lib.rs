@@ -32,6 +32,7 @@ pub mod operators;
 pub mod parser;
 mod prefilter;
 pub mod rules;
+mod scratch;
 mod transaction;
 pub mod transforms;
 mod values;

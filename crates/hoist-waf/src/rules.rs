@@ -99,6 +99,8 @@ pub struct RuleSet {
     pub(crate) heads: Heads,
     /// Worked out on the first transaction (it runs rules on a probe transaction).
     pub(crate) constant_plan: OnceLock<ConstantPlan>,
+    /// Finished transactions' working memory, for the next ones (see `scratch`).
+    pub(crate) scratch: crate::scratch::ScratchPool,
 }
 
 impl RuleSet {
@@ -268,6 +270,7 @@ impl Builder {
             gates: Vec::new(),
             heads: Heads::default(),
             constant_plan: OnceLock::new(),
+            scratch: Default::default(),
         };
         for d in directives {
             let arg0 = d.args.first().map(String::as_str).unwrap_or("");

@@ -111,6 +111,8 @@ pub struct Transaction {
     pub(crate) values: Option<Box<ValueCache>>,
     /// Which prefiltered rules can match at all, until a value changes (see `gates`).
     pub(crate) gate_cache: crate::gates::GateCache,
+    /// A spare buffer for `setvar` values (see `apply_effect`).
+    pub(crate) setvar_buf: Vec<u8>,
     /// Off only in the probe that works out the rule set's constant plan.
     pub(crate) use_constant_plan: bool,
     /// TX holds the constant block's state, untouched but by rules (see `constant`).
@@ -142,8 +144,22 @@ impl Expand for Transaction {
     }
 }
 
+impl Drop for Transaction {
+    /// Hands the working memory to the next transaction of the rule set (see `scratch`).
+    fn drop(&mut self) {
+        if let Some(values) = self.values.take() {
+            self.rules.scratch.give(crate::scratch::Scratch {
+                values,
+                gate_cache: std::mem::take(&mut self.gate_cache),
+                tx: std::mem::take(&mut self.tx),
+            });
+        }
+    }
+}
+
 impl Transaction {
     pub fn new(rules: Arc<RuleSet>, remote_addr: &str, unique_id: &str) -> Transaction {
+        let scratch = rules.scratch.take();
         Transaction {
             engine: rules.engine,
             request_body_access: rules.request_body_access,
@@ -173,9 +189,7 @@ impl Transaction {
             multipart_strict_error: false,
             multipart_unmatched_boundary: false,
             xml: Xml::default(),
-            // CRS at PL1 sets 58 TX variables on the benchmark's browser GET (one more per
-            // request header): sized so the map is not rehashed while they arrive.
-            tx: HashMap::with_capacity_and_hasher(128, Default::default()),
+            tx: scratch.tx,
             response_status: 0,
             response_protocol: String::new(),
             response_headers: Vec::new(),
@@ -191,8 +205,9 @@ impl Transaction {
             allowed: false,
             matched: Vec::new(),
             phases_done: 0,
-            values: Some(Box::default()),
-            gate_cache: Default::default(),
+            values: Some(scratch.values),
+            gate_cache: scratch.gate_cache,
+            setvar_buf: Vec::new(),
             use_constant_plan: true,
             constant_tx: false,
         }

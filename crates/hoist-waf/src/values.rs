@@ -93,8 +93,31 @@ pub(crate) struct ValueCache {
 }
 
 impl ValueCache {
+    /// Forgets every value, keeping the memory (see `scratch`).
     pub fn clear(&mut self) {
-        *self = ValueCache::default();
+        self.table.clear();
+        self.scalars = [0; SCALARS];
+        self.lists.iter_mut().for_each(Vec::clear);
+        self.entries.clear();
+        self.bufs.clear();
+        self.buf_bits.clear();
+        self.bits.clear();
+        self.path.clear();
+    }
+
+    /// Roughly the heap memory the cache holds on to.
+    pub fn retained_bytes(&self) -> usize {
+        use std::mem::size_of;
+        self.table.capacity() * size_of::<u32>()
+            + self
+                .lists
+                .iter()
+                .map(|l| l.capacity() * size_of::<u32>())
+                .sum::<usize>()
+            + self.entries.capacity() * size_of::<Entry>()
+            + self.bufs.capacity() * size_of::<Vec<u8>>()
+            + self.buf_bits.capacity() * size_of::<Option<usize>>()
+            + self.bits.capacity() * size_of::<u64>()
     }
 
     /// Room for `values` values, each meeting `chains` chains: about four buffers and scans

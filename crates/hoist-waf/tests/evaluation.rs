@@ -285,3 +285,27 @@ SecRule REQUEST_HEADERS "@rx ^select union$" "id:6,phase:1,pass,nolog,t:none,t:c
     assert_eq!(tx_var(&tx, "spaces").as_deref(), Some("1"));
     assert_eq!(tx_var(&tx, "removed").as_deref(), Some("1"));
 }
+
+#[test]
+fn a_transaction_sees_nothing_of_the_one_before() {
+    // Finished transactions hand their working memory to the next (scratch.rs): the same
+    // value slots, with other values, must be transformed and scanned afresh, and TX must
+    // start empty.
+    let r = rules(
+        r#"
+SecRule ARGS "@rx attack" "id:1,phase:1,pass,nolog,t:none,t:urlDecodeUni,t:lowercase,setvar:tx.seen=%{matched_var}"
+SecRule &TX:seen "@eq 0" "id:2,phase:1,pass,nolog,setvar:tx.unseen=1"
+"#,
+    );
+    for _ in 0..3 {
+        let first = get(&r, "/?q=benign&p=%2541ttack");
+        assert_eq!(tx_var(&first, "seen").as_deref(), Some("attack"));
+        drop(first);
+        let tx = get(&r, "/?q=ATTACK&p=other");
+        assert_eq!(tx_var(&tx, "seen").as_deref(), Some("attack"));
+        drop(tx);
+        let tx = get(&r, "/?q=nothing&p=here");
+        assert_eq!(tx_var(&tx, "seen"), None);
+        assert_eq!(tx_var(&tx, "unseen").as_deref(), Some("1"));
+    }
+}

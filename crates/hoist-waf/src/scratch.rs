@@ -1,0 +1,68 @@
+//! Working memory handed from one transaction to the next.
+//!
+//! A transaction's value cache (a table region per value, transformed buffers, prefilter
+//! hits), gate unions and TX map grow to tens of kilobytes on an ordinary GET. Allocated
+//! afresh per request, that was a few hundred allocations, their frees (glibc consolidates
+//! its free lists on every free over 64 KiB) and cold memory for every request. A finished
+//! transaction gives them back to its rule set, cleared but with their capacity, and the
+//! next one takes them; nothing of one request's values survives into the next.
+
+use crate::gates::GateCache;
+use crate::transaction::TxMap;
+use crate::values::ValueCache;
+use std::sync::Mutex;
+
+/// At most this many sets are kept: one per transaction in flight on a worker, and a
+/// worker runs one transaction at a time per connection.
+const MAX_POOLED: usize = 256;
+/// A set that grew past this (a request with thousands of arguments) is freed rather
+/// than kept for every later request.
+const MAX_RETAINED_BYTES: usize = 1 << 20;
+/// TX starts with room for CRS's variables on a browser GET (58, one more per request
+/// header), so the map is not rehashed while they arrive.
+const TX_CAPACITY: usize = 128;
+
+#[derive(Debug)]
+pub(crate) struct Scratch {
+    pub values: Box<ValueCache>,
+    pub gate_cache: GateCache,
+    pub tx: TxMap,
+}
+
+impl Scratch {
+    fn new() -> Scratch {
+        Scratch {
+            values: Box::default(),
+            gate_cache: GateCache::default(),
+            tx: TxMap::with_capacity_and_hasher(TX_CAPACITY, Default::default()),
+        }
+    }
+}
+
+#[derive(Debug, Default)]
+pub(crate) struct ScratchPool {
+    free: Mutex<Vec<Scratch>>,
+}
+
+impl ScratchPool {
+    pub fn take(&self) -> Scratch {
+        let pooled = self.free.lock().ok().and_then(|mut free| free.pop());
+        pooled.unwrap_or_else(Scratch::new)
+    }
+
+    /// Clears `s` and keeps it for the next transaction, unless the pool is full or `s`
+    /// holds more memory than an ordinary request needs.
+    pub fn give(&self, mut s: Scratch) {
+        if s.values.retained_bytes() > MAX_RETAINED_BYTES || s.tx.capacity() > 8 * TX_CAPACITY {
+            return;
+        }
+        s.values.clear();
+        s.gate_cache.changed();
+        s.tx.clear();
+        if let Ok(mut free) = self.free.lock() {
+            if free.len() < MAX_POOLED {
+                free.push(s);
+            }
+        }
+    }
+}
