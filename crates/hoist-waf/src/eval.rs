@@ -424,7 +424,11 @@ impl Transaction {
                 // A literal name was lowercased at load; CRS's names are nearly all literal.
                 let name: Cow<'_, str> = match sv.name.as_literal() {
                     Some(lit) => Cow::Borrowed(lit),
-                    None => Cow::Owned(self.expand(&sv.name).to_ascii_lowercase()),
+                    None => {
+                        let mut name = self.expand(&sv.name).into_owned();
+                        name.make_ascii_lowercase();
+                        Cow::Owned(name)
+                    }
                 };
                 match &sv.op {
                     SetVarOp::Delete => {
