@@ -175,22 +175,6 @@ impl Transaction {
         }
     }
 
-    /// About as many items as `target` yields (before selectors and exclusions), so a
-    /// rule over ARGS of a large form allocates its item list once instead of doubling it
-    /// (and copying every item) eight times.
-    pub(crate) fn item_bound(&self, target: &Target) -> usize {
-        // A key names one member (a repeated one is rare: the list then grows).
-        if target.count || matches!(target.selector, Selector::Key(_)) {
-            return 1;
-        }
-        match target.var {
-            VarName::Tx => self.tx.len(),
-            VarName::Xml => self.xml.texts.len().max(self.xml.attributes.len()),
-            var if is_collection(var) => self.pairs(var).iter().map(|(p, _)| p.len()).sum(),
-            _ => 1,
-        }
-    }
-
     /// Appends the items `target` yields, minus `exclusions`.
     pub(crate) fn collect<'a>(
         &'a self,
@@ -250,6 +234,43 @@ impl Transaction {
                     });
                 }
             }
+            _ => {
+                self.visit(target, exclusions, &mut |item| out.push(item));
+            }
+        }
+        if target.count {
+            let count = out.len() - start;
+            out.truncate(start);
+            let key = match &target.selector {
+                Selector::Key(k) => Cow::Owned(k.clone()),
+                _ => Cow::Borrowed(""),
+            };
+            out.push(Item {
+                var,
+                key,
+                value: Cow::Owned(count.to_string().into_bytes()),
+                slot: None,
+            });
+        }
+    }
+
+    /// Whether `visit` yields every item of `target` (not TX, XML or a count, which
+    /// only `collect` gathers).
+    pub(crate) fn visitable(target: &Target) -> bool {
+        !target.count && !matches!(target.var, VarName::Tx | VarName::Xml)
+    }
+
+    /// Calls `f` with each item of a collection or scalar `target`, minus `exclusions`, in
+    /// `collect`'s order: rule evaluation takes them one by one, with no list to build.
+    pub(crate) fn visit<'a>(
+        &'a self,
+        target: &Target,
+        exclusions: &[&Exclusion],
+        f: &mut dyn FnMut(Item<'a>),
+    ) {
+        let var = target.var;
+        let excluded = |key: &str| exclusions.iter().any(|e| e.excludes(var, key));
+        match var {
             _ if is_collection(var) => {
                 let names = matches!(
                     var,
@@ -272,7 +293,7 @@ impl Transaction {
                         } else {
                             Cow::Borrowed(v.as_slice())
                         };
-                        out.push(Item {
+                        f(Item {
                             var,
                             key: Cow::Borrowed(k),
                             value,
@@ -285,7 +306,7 @@ impl Transaction {
             _ if excluded("") => {}
             _ => {
                 if let Some(value) = self.scalar(var) {
-                    out.push(Item {
+                    f(Item {
                         var,
                         key: Cow::Borrowed(""),
                         value,
@@ -293,20 +314,6 @@ impl Transaction {
                     });
                 }
             }
-        }
-        if target.count {
-            let count = out.len() - start;
-            out.truncate(start);
-            let key = match &target.selector {
-                Selector::Key(k) => Cow::Owned(k.clone()),
-                _ => Cow::Borrowed(""),
-            };
-            out.push(Item {
-                var,
-                key,
-                value: Cow::Owned(count.to_string().into_bytes()),
-                slot: None,
-            });
         }
     }
 

@@ -2,7 +2,7 @@
 //! target collection and transformation, operator matching, and the actions of a match.
 
 use crate::actions::{Ctl, Disruptive, Effect, EngineMode, SetVarOp};
-use crate::collections::Items;
+use crate::collections::{Item, Items};
 use crate::constant::{Block, ConstantPlan, Decision};
 use crate::heads::{tag_bit, Head};
 use crate::macros::Macro;
@@ -182,98 +182,116 @@ impl Transaction {
         }
         let mut exclusions: SmallVec<[&Exclusion; 8]> = rule.targets.exclusions.iter().collect();
         exclusions.extend(removed_targets_of(&self.removed_targets, head));
-        // Moved out so the cache can grow while `items` borrows the transaction.
-        let mut cache = self.values.take().unwrap_or_default();
-        let mut items = Items::new();
-        let bound: usize = rule
-            .targets
-            .targets
-            .iter()
-            .map(|t| self.item_bound(t))
-            .sum();
-        items.reserve(bound);
-        for target in &rule.targets.targets {
-            self.collect(target, &exclusions, &mut items);
-        }
-        let want_captures = rule.actions.capture;
-        let mut captures: Vec<Vec<u8>> = Vec::new();
-        // (name, transformed value, captures) per matching item.
-        let mut matched: Vec<Hit> = Vec::new();
+        // Moved out so the cache can grow while items borrow the transaction.
+        let cache = self.values.take().unwrap_or_default();
         let rules = &self.rules;
-        let prefilter = rule
-            .prefilter_slot
-            .and_then(|slot| Some((slot, rules.prefilter()?)));
-        let chain_mask = rules.chains.mask(rule.chain);
-        for item in &items {
-            // The literals the regex needs are in none of the value's transformations' hits,
-            // known without transforming it: no match, and nothing to record. (Each step
-            // then changes at most case, so this holds for multiMatch's intermediate values.)
-            if let (Some((slot, p)), Some(vslot), false) = (prefilter, item.slot, rule.negated) {
-                let kept = cache.hits_kept(vslot, &item.value, chain_mask, rules.chains.len(), p);
-                if kept.is_some_and(|bits| !crate::prefilter::has_slot(bits, slot)) {
-                    continue;
+        let mut state = ItemState {
+            cache,
+            captures: Vec::new(),
+            matched: Vec::new(),
+            prefilter: rule
+                .prefilter_slot
+                .and_then(|slot| Some((slot, rules.prefilter()?))),
+            chain_mask: rules.chains.mask(rule.chain),
+        };
+        for target in &rule.targets.targets {
+            // Collections and scalars are taken one item at a time; TX, XML and counts are
+            // gathered first (few items, and a count needs them all).
+            if Transaction::visitable(target) {
+                self.visit(target, &exclusions, &mut |item| {
+                    self.evaluate_item(rule, &item, &mut state);
+                });
+            } else {
+                let mut items = Items::new();
+                self.collect(target, &exclusions, &mut items);
+                for item in &items {
+                    self.evaluate_item(rule, item, &mut state);
                 }
-            }
-            let hit;
-            let value: Cow<'_, [u8]>;
-            match item.slot {
-                Some(slot) if !rule.actions.multi_match => {
-                    let (v, bits) = cache.get(
-                        slot,
-                        &item.value,
-                        rule.chain,
-                        &rules.chains,
-                        prefilter.map(|(_, p)| p),
-                    );
-                    // None of the regex's required literals occurs: it cannot match.
-                    let impossible = match (prefilter, bits) {
-                        (Some((slot, _)), Some(bits)) => !crate::prefilter::has_slot(bits, slot),
-                        _ => false,
-                    };
-                    hit = if impossible {
-                        rule.negated
-                    } else {
-                        self.check(rule, v, want_captures.then_some(&mut captures))
-                    };
-                    value = Cow::Borrowed(v);
-                }
-                Some(slot) => {
-                    // multiMatch: the value before and after each transformation that
-                    // changes it (a changed value is a different buffer).
-                    let mut seen: Option<(*const u8, usize)> = None;
-                    let mut h = false;
-                    for &node in rules.chains.path(rule.chain) {
-                        let (v, _) = cache.get(slot, &item.value, node, &rules.chains, None);
-                        let id = (v.as_ptr(), v.len());
-                        if !h && seen != Some(id) {
-                            h = self.check(rule, v, want_captures.then_some(&mut captures));
-                        }
-                        seen = Some(id);
-                    }
-                    hit = h;
-                    let (v, _) = cache.get(slot, &item.value, rule.chain, &rules.chains, None);
-                    value = Cow::Borrowed(v);
-                }
-                None => {
-                    let (h, v) = self.transform_and_check(rule, &item.value, &mut captures);
-                    hit = h;
-                    value = v;
-                }
-            }
-            if hit {
-                let caps =
-                    (want_captures && !captures.is_empty()).then(|| std::mem::take(&mut captures));
-                matched.push((item.name(), value.into_owned(), caps));
             }
         }
-        drop(items);
         drop(exclusions);
+        let ItemState { cache, matched, .. } = state;
         self.values = Some(cache);
         if matched.is_empty() {
             return false;
         }
         self.record_matches(rule, matched);
         true
+    }
+
+    /// Transforms one item along the rule's chain (through the cache when the value is
+    /// stable) and runs the operator on it; a match is added to `state.matched`.
+    fn evaluate_item(&self, rule: &Rule, item: &Item<'_>, state: &mut ItemState<'_>) {
+        let ItemState {
+            cache,
+            captures,
+            matched,
+            prefilter: state_prefilter,
+            chain_mask,
+        } = state;
+        let state_prefilter = *state_prefilter;
+        let want_captures = rule.actions.capture;
+        let rules = &self.rules;
+        let prefilter = state_prefilter;
+        // The literals the regex needs are in none of the value's transformations' hits,
+        // known without transforming it: no match, and nothing to record. (Each step
+        // then changes at most case, so this holds for multiMatch's intermediate values.)
+        if let (Some((slot, p)), Some(vslot), false) = (prefilter, item.slot, rule.negated) {
+            let kept = cache.hits_kept(vslot, &item.value, *chain_mask, rules.chains.len(), p);
+            if kept.is_some_and(|bits| !crate::prefilter::has_slot(bits, slot)) {
+                return;
+            }
+        }
+        let hit;
+        let value: Cow<'_, [u8]>;
+        match item.slot {
+            Some(slot) if !rule.actions.multi_match => {
+                let (v, bits) = cache.get(
+                    slot,
+                    &item.value,
+                    rule.chain,
+                    &rules.chains,
+                    prefilter.map(|(_, p)| p),
+                );
+                // None of the regex's required literals occurs: it cannot match.
+                let impossible = match (prefilter, bits) {
+                    (Some((slot, _)), Some(bits)) => !crate::prefilter::has_slot(bits, slot),
+                    _ => false,
+                };
+                hit = if impossible {
+                    rule.negated
+                } else {
+                    self.check(rule, v, want_captures.then_some(&mut *captures))
+                };
+                value = Cow::Borrowed(v);
+            }
+            Some(slot) => {
+                // multiMatch: the value before and after each transformation that
+                // changes it (a changed value is a different buffer).
+                let mut seen: Option<(*const u8, usize)> = None;
+                let mut h = false;
+                for &node in rules.chains.path(rule.chain) {
+                    let (v, _) = cache.get(slot, &item.value, node, &rules.chains, None);
+                    let id = (v.as_ptr(), v.len());
+                    if !h && seen != Some(id) {
+                        h = self.check(rule, v, want_captures.then_some(&mut *captures));
+                    }
+                    seen = Some(id);
+                }
+                hit = h;
+                let (v, _) = cache.get(slot, &item.value, rule.chain, &rules.chains, None);
+                value = Cow::Borrowed(v);
+            }
+            None => {
+                let (h, v) = self.transform_and_check(rule, &item.value, captures);
+                hit = h;
+                value = v;
+            }
+        }
+        if hit {
+            let caps = (want_captures && !captures.is_empty()).then(|| std::mem::take(captures));
+            matched.push((item.name(), value.into_owned(), caps));
+        }
     }
 
     /// ModSecurity runs a rule's non-disruptive actions once per matching variable, with
@@ -541,6 +559,19 @@ impl Transaction {
             }
         }
     }
+}
+
+/// What a rule's evaluation carries from item to item.
+struct ItemState<'r> {
+    /// The transaction's value cache, moved out while items borrow the transaction.
+    cache: Box<crate::values::ValueCache>,
+    captures: Vec<Vec<u8>>,
+    /// (name, transformed value, captures) per matching item.
+    matched: Vec<Hit>,
+    /// The rule's prefilter slot and the automaton, when it has one.
+    prefilter: Option<(u32, &'r crate::prefilter::Prefilter)>,
+    /// `Chains::mask` of the rule's chain.
+    chain_mask: u64,
 }
 
 /// Targets `ctl:ruleRemoveTarget*` took from this rule (chain) in this transaction.
