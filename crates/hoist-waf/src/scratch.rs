@@ -12,12 +12,13 @@ use crate::transaction::TxMap;
 use crate::values::ValueCache;
 use std::sync::Mutex;
 
-/// At most this many sets are kept: one per transaction in flight on a worker, and a
-/// worker runs one transaction at a time per connection.
-const MAX_POOLED: usize = 256;
-/// A set that grew past this (a request with thousands of arguments) is freed rather
-/// than kept for every later request.
-const MAX_RETAINED_BYTES: usize = 1 << 20;
+/// At most this many sets are kept (a set per transaction in flight: a worker runs one
+/// per connection with a request under way). With the size cap below, an idle rule set
+/// holds at most 32 MiB of them.
+const MAX_POOLED: usize = 64;
+/// A set that grew past this (a form with hundreds of arguments sizes the value cache
+/// for all of them) is freed rather than kept for every later request.
+const MAX_RETAINED_BYTES: usize = 512 << 10;
 /// TX starts with room for CRS's variables on a browser GET (58, one more per request
 /// header), so the map is not rehashed while they arrive.
 const TX_CAPACITY: usize = 128;
@@ -64,5 +65,34 @@ impl ScratchPool {
                 free.push(s);
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn keeps_a_bounded_number_of_ordinary_sets() {
+        let pool = ScratchPool::default();
+        for _ in 0..MAX_POOLED + 10 {
+            pool.give(Scratch::new());
+        }
+        assert_eq!(pool.free.lock().map(|f| f.len()).ok(), Some(MAX_POOLED));
+    }
+
+    #[test]
+    fn frees_a_set_that_grew_large() {
+        let pool = ScratchPool::default();
+        let mut s = Scratch::new();
+        s.values.reserve(100_000, 57, 5);
+        assert!(s.values.retained_bytes() > MAX_RETAINED_BYTES);
+        pool.give(s);
+        let mut s = Scratch::new();
+        s.tx.reserve(10 * TX_CAPACITY);
+        pool.give(s);
+        assert_eq!(pool.free.lock().map(|f| f.len()).ok(), Some(0));
+        pool.give(Scratch::new());
+        assert_eq!(pool.free.lock().map(|f| f.len()).ok(), Some(1));
     }
 }
