@@ -15,10 +15,10 @@ use std::sync::Mutex;
 /// At most this many sets are kept (a set per transaction in flight: a worker runs one
 /// per connection with a request under way). With the size cap below, an idle rule set
 /// holds at most 32 MiB of them.
-const MAX_POOLED: usize = 64;
-/// A set that grew past this (a form with hundreds of arguments sizes the value cache
+const MAX_POOLED: usize = 32;
+/// A set that grew past this (a form with near a thousand arguments sizes the value cache
 /// for all of them) is freed rather than kept for every later request.
-const MAX_RETAINED_BYTES: usize = 512 << 10;
+const MAX_RETAINED_BYTES: usize = 1 << 20;
 /// TX starts with room for CRS's variables on a browser GET (58, one more per request
 /// header), so the map is not rehashed while they arrive.
 const TX_CAPACITY: usize = 128;
