@@ -226,13 +226,12 @@ impl Transaction {
             cache,
             captures,
             matched,
-            prefilter: state_prefilter,
+            prefilter,
             chain_mask,
         } = state;
-        let state_prefilter = *state_prefilter;
+        let prefilter = *prefilter;
         let want_captures = rule.actions.capture;
         let rules = &self.rules;
-        let prefilter = state_prefilter;
         // The literals the regex needs are in none of the value's transformations' hits,
         // known without transforming it: no match, and nothing to record. (Each step
         // then changes at most case, so this holds for multiMatch's intermediate values.)
@@ -316,8 +315,9 @@ impl Transaction {
         }
     }
 
-    /// `record_matches` for a match the constant plan decided: MATCHED_VARS copied into
-    /// the buffers of the last match's (no allocation when they are big enough).
+    /// `record_matches` for a match the constant plan decided: one variable is copied into
+    /// MATCHED_VARS' existing buffers (allocation-free only after another decided match:
+    /// `record_matches` replaces the list).
     fn record_decided(&mut self, rule: &Rule, vars: &crate::body::Pairs) {
         if let [_] = vars.as_slice() {
             self.matched_vars.clone_from(vars);
