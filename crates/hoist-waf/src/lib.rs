@@ -26,6 +26,7 @@ mod gates;
 mod heads;
 mod hit_keeping;
 mod json;
+mod literals;
 mod log;
 pub mod macros;
 pub mod operators;

@@ -1,243 +1,41 @@
-//! @rx prefilter: the literals one of which must occur in any match of a regex, extracted at
-//! load, and per transformation chain one Aho-Corasick automaton over the literals of every
-//! @rx rule that uses that chain.
+//! @rx prefilter: one Aho-Corasick automaton over the literal sets (`literals`) of every
+//! prefiltered rule.
 //!
 //! Per transformed value the engine runs the automaton once and learns which rules' literal
-//! sets occur; a rule whose set does not occur cannot match, so its regex is not run. This
-//! only ever answers "cannot match", so it changes no result: negation, captures and chains
-//! see the operator's true answer either way. Literals are folded to ASCII lowercase and
-//! searched ASCII-case-insensitively, which can only add candidates, never lose one.
+//! sets occur; a rule one of whose sets does not occur cannot match, so its regex is not run.
+//! This only ever answers "cannot match", so it changes no result: negation, captures and
+//! chains see the operator's true answer either way.
 
+use crate::literals::{Set, MAX_REQUIRED};
 use aho_corasick::{AhoCorasick, AhoCorasickKind, MatchKind};
-use regex_syntax::hir::{Class, Hir, HirKind};
-
-type Set = Vec<Vec<u8>>;
-
-/// Largest finite language kept exactly while combining sub-expressions.
-const MAX_EXACT: usize = 64;
-/// Largest literal set kept as a requirement; bigger sets filter too little to be worth it.
-const MAX_REQUIRED: usize = 256;
-/// Largest character class enumerated into literals.
-const MAX_CLASS: u32 = 16;
-
-/// What a sub-expression tells about the strings it matches.
-struct Info {
-    /// Every string it can match, when that is a small finite set.
-    exact: Option<Set>,
-    /// Every match contains one of these; `None` when nothing is known.
-    required: Option<Set>,
-}
-
-/// The literals (ASCII-lowercased) one of which occurs in every match of `pattern`, parsed as
-/// the `regex` crate parses it for a bytes regex; `None` when no useful set exists (the regex
-/// can match the empty string, or the set would be too large).
-pub fn required_literals(pattern: &str) -> Option<Set> {
-    let hir = regex_syntax::ParserBuilder::new()
-        .utf8(false)
-        .build()
-        .parse(pattern)
-        .ok()?;
-    let set = required_of(analyze(&hir))?;
-    (!set.is_empty() && set.iter().all(|s| !s.is_empty())).then_some(set)
-}
-
-fn analyze(h: &Hir) -> Info {
-    match h.kind() {
-        HirKind::Empty | HirKind::Look(_) => exact(vec![Vec::new()]),
-        HirKind::Literal(lit) => exact(vec![lit.0.to_ascii_lowercase()]),
-        HirKind::Class(class) => Info {
-            exact: class_members(class),
-            required: None,
-        },
-        HirKind::Capture(c) => analyze(&c.sub),
-        HirKind::Repetition(r) => {
-            let sub = analyze(&r.sub);
-            if r.min == 0 {
-                // It may match the empty string: no requirement.
-                let exact = match (r.max, sub.exact) {
-                    (Some(1), Some(mut e)) => {
-                        e.push(Vec::new());
-                        Some(normalize(e))
-                    }
-                    _ => None,
-                };
-                Info {
-                    exact,
-                    required: None,
-                }
-            } else {
-                let once = r.min == 1 && r.max == Some(1);
-                Info {
-                    exact: if once { sub.exact.clone() } else { None },
-                    required: required_of(sub),
-                }
-            }
-        }
-        HirKind::Concat(subs) => concat(subs),
-        HirKind::Alternation(subs) => alternation(subs),
-    }
-}
-
-fn exact(set: Set) -> Info {
-    Info {
-        exact: Some(set),
-        required: None,
-    }
-}
-
-fn normalize(mut set: Set) -> Set {
-    set.sort();
-    set.dedup();
-    set
-}
-
-fn class_members(class: &Class) -> Option<Set> {
-    let mut out = Vec::new();
-    match class {
-        Class::Bytes(c) => {
-            let size: u32 = c
-                .ranges()
-                .iter()
-                .map(|r| u32::from(r.end()) - u32::from(r.start()) + 1)
-                .sum();
-            if size > MAX_CLASS {
-                return None;
-            }
-            for r in c.ranges() {
-                out.extend((r.start()..=r.end()).map(|b| vec![b.to_ascii_lowercase()]));
-            }
-        }
-        Class::Unicode(c) => {
-            let size: u32 = c
-                .ranges()
-                .iter()
-                .map(|r| u32::from(r.end()) - u32::from(r.start()) + 1)
-                .sum();
-            if size > MAX_CLASS {
-                return None;
-            }
-            for r in c.ranges() {
-                for ch in r.start()..=r.end() {
-                    let mut buf = [0u8; 4];
-                    out.push(ch.encode_utf8(&mut buf).as_bytes().to_ascii_lowercase());
-                }
-            }
-        }
-    }
-    Some(normalize(out))
-}
-
-/// The better requirement of what is known: the exact set (if it has no empty string) or the
-/// required set.
-fn required_of(info: Info) -> Option<Set> {
-    let from_exact = info
-        .exact
-        .filter(|e| !e.is_empty() && e.iter().all(|s| !s.is_empty()));
-    match (from_exact, info.required) {
-        (Some(a), Some(b)) => Some(if score(&b) > score(&a) { b } else { a }),
-        (a, b) => a.or(b),
-    }
-}
-
-/// Longer shortest literal first (up to 4 bytes, where false hits become rare), then fewer.
-fn score(set: &Set) -> (usize, std::cmp::Reverse<usize>) {
-    let shortest = set.iter().map(Vec::len).min().unwrap_or(0);
-    (shortest.min(4), std::cmp::Reverse(set.len()))
-}
-
-fn consider(best: &mut Option<Set>, candidate: Set) {
-    if candidate.is_empty() || candidate.iter().any(Vec::is_empty) {
-        return;
-    }
-    if best.as_ref().is_none_or(|b| score(&candidate) > score(b)) {
-        *best = Some(candidate);
-    }
-}
-
-/// A concatenation's runs of exactly-known parts multiply into longer literals; any run or
-/// any part's requirement is a requirement of the whole.
-fn concat(subs: &[Hir]) -> Info {
-    let mut run: Option<Set> = Some(vec![Vec::new()]);
-    let mut all_exact = true;
-    let mut best = None;
-    for sub in subs {
-        let info = analyze(sub);
-        match (run.take(), info.exact) {
-            (Some(r), Some(e)) if r.len() * e.len() <= MAX_EXACT => {
-                let mut next = Vec::with_capacity(r.len() * e.len());
-                for a in &r {
-                    for b in &e {
-                        let mut s = a.clone();
-                        s.extend_from_slice(b);
-                        next.push(s);
-                    }
-                }
-                run = Some(normalize(next));
-            }
-            (r, e) => {
-                all_exact = false;
-                if let Some(r) = r {
-                    consider(&mut best, r);
-                }
-                if let Some(req) = info.required {
-                    consider(&mut best, req);
-                }
-                run = e;
-            }
-        }
-    }
-    let exact = if all_exact { run.clone() } else { None };
-    if let Some(r) = run {
-        consider(&mut best, r);
-    }
-    Info {
-        exact,
-        required: best,
-    }
-}
-
-fn alternation(subs: &[Hir]) -> Info {
-    let infos: Vec<Info> = subs.iter().map(analyze).collect();
-    let mut exact = Some(Vec::new());
-    for info in &infos {
-        exact = match (exact, &info.exact) {
-            (Some(mut acc), Some(e)) if acc.len() + e.len() <= MAX_EXACT => {
-                acc.extend(e.iter().cloned());
-                Some(acc)
-            }
-            _ => None,
-        };
-    }
-    let mut required = Some(Vec::new());
-    for info in infos {
-        required = match (required, required_of(info)) {
-            (Some(mut acc), Some(r)) if acc.len() + r.len() <= MAX_REQUIRED => {
-                acc.extend(r);
-                Some(acc)
-            }
-            _ => None,
-        };
-    }
-    Info {
-        exact: exact.map(normalize),
-        required: required.map(normalize),
-    }
-}
 
 /// One automaton over the literal sets of every prefiltered rule, plus a byte table for the
 /// one-byte literals (`/`, whitespace, digits): in an automaton those match at nearly every
 /// byte of ordinary text, and reporting each match cost more than the whole scan.
+///
+/// Rule `r`'s first (best) set has slot `r` in the hit bits callers see. A rule's further
+/// sets are numbered after the last rule and only live during a scan: at its end a rule's
+/// bit is cleared unless each of its further sets occurred too, so one bit per rule still
+/// means "every requirement of the rule is met".
 #[derive(Debug)]
 pub struct Prefilter {
     automaton: Option<AhoCorasick>,
-    /// Pattern index → the slots of the rules that require it (rules share literals).
+    /// Pattern index → the sets (rule slots or further sets) that contain it.
     slots_of: Vec<Vec<u32>>,
-    /// The bytes some rule has as a one-byte literal (both ASCII cases of a letter), each
-    /// with the `words` of its slot mask in `byte_masks`.
-    bytes: Vec<(u8, usize)>,
-    byte_masks: Vec<u64>,
-    /// u64 words of a hit bitset.
+    /// The bytes some set has as a one-byte literal (both ASCII cases of a letter), each with
+    /// its range in `byte_masks`: (word, bits) pairs of the sets that contain it.
+    bytes: Vec<(u8, std::ops::Range<usize>)>,
+    byte_masks: Vec<(usize, u64)>,
+    /// Per rule with further sets: the range of their numbers in `further`; indexed by the
+    /// rule's slot, an empty range for the others.
+    conjunctions: Vec<std::ops::Range<usize>>,
+    further: Vec<u32>,
+    /// The rule slots with further sets, as a bitset of `words` words.
+    conjunctive: Vec<u64>,
+    /// u64 words of the hit bits callers see (one bit per rule).
     words: usize,
+    /// u64 words of every set's bit, during a scan.
+    scan_words: usize,
 }
 
 /// Drops literals that contain another literal of the same set: the shorter one occurs
@@ -259,22 +57,58 @@ fn minimize(set: &Set) -> Set {
         .collect()
 }
 
+/// Whether a rule's further set pays for itself. Each of its literals must hold a byte other
+/// than a letter, digit or space (`$`, `(`, `=`, `${`): ordinary text rarely has one, so the
+/// set often rules out a rule whose word set matched a word of the text. Word sets cost more
+/// automaton matches on every value than they save (the engine benchmark with every set
+/// kept: 3.6 % more instructions per GET and 2.4 % per form POST than with none).
+fn worth_adding(set: &Set) -> bool {
+    set.iter().all(|l| {
+        l.iter()
+            .any(|b| !b.is_ascii_alphanumeric() && !b.is_ascii_whitespace())
+    })
+}
+
 impl Prefilter {
-    /// `rules[slot]` is the literal set of the rule given that slot.
-    pub fn build(rules: &[Set]) -> Option<Prefilter> {
+    /// `rules[slot]` are the literal sets of the rule given that slot, each required (as
+    /// `required_sets` gives them); a rule without sets is not prefiltered.
+    pub fn build(rules: &[Vec<Set>]) -> Option<Prefilter> {
         let words = rules.len().div_ceil(64);
+        let mut conjunctions = vec![0..0; rules.len()];
+        let mut further = Vec::new();
+        let mut conjunctive = vec![0u64; words];
+        // (set number, set) for every set: a rule's first set has the rule's slot, the
+        // further ones numbers from `rules.len()` on.
+        let mut numbered: Vec<(usize, &Set)> = Vec::new();
+        for (slot, sets) in rules.iter().enumerate() {
+            let Some((first, rest)) = sets.split_first() else {
+                continue;
+            };
+            let rest: Vec<&Set> = rest.iter().filter(|s| worth_adding(s)).collect();
+            numbered.push((slot, first));
+            if rest.is_empty() {
+                continue;
+            }
+            let start = further.len();
+            for set in rest {
+                let number = rules.len() + further.len();
+                numbered.push((number, set));
+                further.push(u32::try_from(number).ok()?);
+            }
+            conjunctions[slot] = start..further.len();
+            conjunctive[slot / 64] |= 1 << (slot % 64);
+        }
+        let scan_words = (rules.len() + further.len()).div_ceil(64);
         let mut patterns: Vec<Vec<u8>> = Vec::new();
         let mut slots_of: Vec<Vec<u32>> = Vec::new();
-        let mut byte_slots = vec![Vec::new(); 256];
+        let mut byte_sets = vec![vec![0u64; scan_words]; 256];
         let mut index = std::collections::HashMap::new();
-        for (slot, set) in rules.iter().enumerate() {
-            let slot_u32 = u32::try_from(slot).ok()?;
+        for (number, set) in numbered {
+            let number_u32 = u32::try_from(number).ok()?;
             for lit in minimize(set) {
                 if let [b] = lit[..] {
                     for b in [b.to_ascii_lowercase(), b.to_ascii_uppercase()] {
-                        let mask: &mut Vec<u64> = &mut byte_slots[usize::from(b)];
-                        mask.resize(words, 0);
-                        mask[slot / 64] |= 1 << (slot % 64);
+                        byte_sets[usize::from(b)][number / 64] |= 1 << (number % 64);
                     }
                     continue;
                 }
@@ -284,7 +118,9 @@ impl Prefilter {
                     slots_of.push(Vec::new());
                     patterns.len() - 1
                 });
-                slots_of[at].push(slot_u32);
+                if !slots_of[at].contains(&number_u32) {
+                    slots_of[at].push(number_u32);
+                }
             }
         }
         let automaton = if patterns.is_empty() {
@@ -304,10 +140,16 @@ impl Prefilter {
         };
         let mut bytes = Vec::new();
         let mut byte_masks = Vec::new();
-        for (b, mask) in byte_slots.iter().enumerate() {
-            if !mask.is_empty() {
-                bytes.push((u8::try_from(b).ok()?, byte_masks.len()));
-                byte_masks.extend_from_slice(mask);
+        for (b, mask) in byte_sets.iter().enumerate() {
+            let start = byte_masks.len();
+            byte_masks.extend(
+                mask.iter()
+                    .enumerate()
+                    .filter(|(_, m)| **m != 0)
+                    .map(|(w, m)| (w, *m)),
+            );
+            if byte_masks.len() > start {
+                bytes.push((u8::try_from(b).ok()?, start..byte_masks.len()));
             }
         }
         Some(Prefilter {
@@ -315,7 +157,11 @@ impl Prefilter {
             slots_of,
             bytes,
             byte_masks,
+            conjunctions,
+            further,
+            conjunctive,
             words,
+            scan_words,
         })
     }
 
@@ -323,32 +169,66 @@ impl Prefilter {
         self.words
     }
 
-    /// Sets in `bits` (of length `words()`) the slot of every rule one of whose literals
-    /// occurs in `value`.
+    /// Sets in `bits` (of length `words()`) the slot of every rule each of whose literal sets
+    /// has a literal in `value`, and clears the others.
     pub fn scan(&self, value: &[u8], bits: &mut [u64]) {
+        // Every set's bit, on the stack unless there are thousands of sets.
+        let mut stack = [0u64; 32];
+        let mut heap = Vec::new();
+        let sets = match stack.get_mut(..self.scan_words) {
+            Some(s) => s,
+            None => {
+                heap.resize(self.scan_words, 0);
+                &mut heap[..]
+            }
+        };
+        self.scan_sets(value, sets);
+        for (out, set) in bits.iter_mut().zip(sets.iter()) {
+            *out = *set;
+        }
+    }
+
+    fn scan_sets(&self, value: &[u8], sets: &mut [u64]) {
         if !self.bytes.is_empty() {
             let mut present = [false; 256];
             for &b in value {
                 present[usize::from(b)] = true;
             }
-            for &(b, at) in &self.bytes {
-                if present[usize::from(b)] {
-                    let mask = self.byte_masks.get(at..at + self.words).unwrap_or(&[]);
-                    bits.iter_mut().zip(mask).for_each(|(w, m)| *w |= m);
+            for (b, at) in &self.bytes {
+                if present[usize::from(*b)] {
+                    for &(w, m) in self.byte_masks.get(at.clone()).unwrap_or(&[]) {
+                        if let Some(word) = sets.get_mut(w) {
+                            *word |= m;
+                        }
+                    }
                 }
             }
         }
-        let Some(automaton) = &self.automaton else {
-            return;
-        };
-        for m in automaton.find_overlapping_iter(value) {
-            let Some(slots) = self.slots_of.get(m.pattern().as_usize()) else {
-                continue;
-            };
-            for &slot in slots {
-                let slot = slot as usize;
-                if let Some(w) = bits.get_mut(slot / 64) {
-                    *w |= 1 << (slot % 64);
+        if let Some(automaton) = &self.automaton {
+            for m in automaton.find_overlapping_iter(value) {
+                let Some(numbers) = self.slots_of.get(m.pattern().as_usize()) else {
+                    continue;
+                };
+                for &n in numbers {
+                    let n = n as usize;
+                    if let Some(w) = sets.get_mut(n / 64) {
+                        *w |= 1 << (n % 64);
+                    }
+                }
+            }
+        }
+        // A rule with further sets keeps its bit only when each of them occurred.
+        for (w, conj) in self.conjunctive.iter().enumerate() {
+            let mut hit = sets.get(w).map_or(0, |s| s & conj);
+            while hit != 0 {
+                let bit = hit.trailing_zeros() as usize;
+                hit &= hit - 1;
+                let range = self.conjunctions.get(w * 64 + bit).cloned().unwrap_or(0..0);
+                let further = self.further.get(range).unwrap_or(&[]);
+                if !further.iter().all(|&n| has_slot(sets, n)) {
+                    if let Some(word) = sets.get_mut(w) {
+                        *word &= !(1 << bit);
+                    }
                 }
             }
         }
@@ -364,58 +244,32 @@ pub fn has_slot(bits: &[u64], slot: u32) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn lits(p: &str) -> Option<Vec<String>> {
-        required_literals(p).map(|s| {
-            s.into_iter()
-                .map(|l| String::from_utf8_lossy(&l).into_owned())
-                .collect()
-        })
-    }
+    use crate::literals::required_sets;
 
     #[test]
-    fn literal_and_alternation() {
-        assert_eq!(lits("(?s-u)abc"), Some(vec!["abc".into()]));
-        assert_eq!(
-            lits("(?s-u)(?i)(?:union|select)"),
-            Some(vec!["select".into(), "union".into()])
-        );
-        // A small class after an alternation multiplies out: longer, exact literals.
-        let ws = lits("(?s-u)(?i)(?:union|select)\\s").unwrap_or_default();
-        assert_eq!(ws.len(), 12);
-        assert!(ws.contains(&"select ".to_string()) && ws.contains(&"union\t".to_string()));
-    }
-
-    #[test]
-    fn case_insensitive_classes_fold_to_one_literal() {
-        assert_eq!(lits("(?s-u)(?i)SeLeCt"), Some(vec!["select".into()]));
-        // Unicode case folding adds non-ASCII members (K: the Kelvin sign); kept exactly.
-        let k = lits("(?s)(?i)k").unwrap_or_default();
-        assert!(k.contains(&"k".to_string()) && k.len() == 2, "{k:?}");
-    }
-
-    #[test]
-    fn no_requirement_when_empty_matches() {
-        assert_eq!(lits("(?s-u)a*"), None);
-        assert_eq!(lits("(?s-u)^"), None);
-        assert_eq!(lits("(?s-u)(?:abc)?"), None);
-        assert_eq!(lits("(?s-u)abc|x*"), None);
-    }
-
-    #[test]
-    fn requirement_inside_concat_with_unknowns() {
-        // `.+` is unknown, but the literal around it is required.
-        assert_eq!(lits("(?s-u).+select.+"), Some(vec!["select".into()]));
-        // Equal scores: the first required part wins.
-        assert_eq!(lits("(?s-u)[a-z]+=\\d+&"), Some(vec!["=".into()]));
+    fn a_conjunction_needs_every_set() {
+        let rules = vec![
+            vec![vec![b"and".to_vec(), b"or".to_vec()], vec![b"$".to_vec()]],
+            vec![vec![b"and".to_vec()]],
+        ];
+        let f = Prefilter::build(&rules).expect("builds");
+        let scan = |v: &str| {
+            let mut bits = vec![u64::MAX; f.words()];
+            f.scan(v.as_bytes(), &mut bits);
+            (has_slot(&bits, 0), has_slot(&bits, 1))
+        };
+        assert_eq!(scan("words and numbers"), (false, true));
+        assert_eq!(scan("$AND"), (true, true));
+        assert_eq!(scan("$x"), (false, false));
+        assert_eq!(scan("or $"), (true, false));
     }
 
     #[test]
     fn shared_and_subsumed_literals() {
         let sets = vec![
-            vec![b"select".to_vec(), b"elect".to_vec()],
-            vec![b"select".to_vec()],
-            vec![b"union".to_vec()],
+            vec![vec![b"select".to_vec(), b"elect".to_vec()]],
+            vec![vec![b"select".to_vec()]],
+            vec![vec![b"union".to_vec()]],
         ];
         let f = Prefilter::build(&sets).expect("builds");
         let mut bits = vec![0; f.words()];
@@ -436,6 +290,9 @@ mod tests {
             r"(?i)\bon(?:load|error)\s*=",
             r"[\x00-\x08]",
             r"(?i)x{2,}y",
+            r"(?i)\[?\$(?:abs|and|or)\b",
+            r"(?:id\s*=|cmd\s*\()",
+            r"(?i)(?:union|select)\s+(?:from|all)\s*\d",
         ];
         let inputs = [
             "UNION   SELECT 1",
@@ -446,13 +303,21 @@ mod tests {
             "<img OnError = x>",
             "\u{1}",
             "XXy",
+            "[$AND",
+            "$or ",
+            "cmd (",
+            "ID =",
+            "union all 1",
+            "select\tfrom9",
+            "words and numbers or id",
             "ordinary text",
             "",
         ];
         for p in patterns {
             let full = format!("(?s-u){p}");
             let re = regex::bytes::Regex::new(&full).expect("test regex");
-            let set = required_literals(&full).expect("has literals");
+            let set = required_sets(&full);
+            assert!(!set.is_empty(), "{p} has literals");
             let filter = Prefilter::build(std::slice::from_ref(&set)).expect("builds");
             for input in inputs {
                 let mut bits = vec![0; filter.words()];

@@ -6,9 +6,10 @@ use crate::chains::{ChainId, Chains, EMPTY_CHAIN};
 use crate::constant::ConstantPlan;
 use crate::error::Error;
 use crate::heads::Heads;
+use crate::literals::required_sets;
 use crate::operators::{Operator, Pattern};
 use crate::parser::{self, Directive};
-use crate::prefilter::{required_literals, Prefilter};
+use crate::prefilter::Prefilter;
 use crate::transforms::Transform;
 use crate::variables::Targets;
 use std::path::Path;
@@ -133,7 +134,7 @@ impl RuleSet {
     /// but no gates: they test the value after every step of their chain, and a union over
     /// every prefix (base64Decode and all) cost more to scan than their regexes (measured).
     fn intern_chains(&mut self) {
-        let mut literal_sets: Vec<Vec<Vec<u8>>> = Vec::new();
+        let mut literal_sets: Vec<Vec<Vec<Vec<u8>>>> = Vec::new();
         let mut gates = crate::gates::GateTable::default();
         for entry in self.phases.iter_mut().flatten() {
             let Entry::Rule(head) = entry else { continue };
@@ -141,11 +142,13 @@ impl RuleSet {
             while let Some(rule) = link {
                 rule.chain = self.chains.intern(&rule.transforms);
                 let literals = match &rule.operator {
-                    Operator::Rx(Pattern::Bytes(re)) => required_literals(re.as_str()),
+                    Operator::Rx(Pattern::Bytes(re)) => {
+                        Some(required_sets(re.as_str())).filter(|sets| !sets.is_empty())
+                    }
                     // @pm matches exactly when one of its phrases occurs (ASCII case
                     // folded, as the prefilter searches).
                     Operator::Pm(_, phrases) if phrases.iter().all(|p| !p.is_empty()) => {
-                        Some(phrases.clone())
+                        Some(vec![phrases.clone()])
                     }
                     _ => None,
                 };

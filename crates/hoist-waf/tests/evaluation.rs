@@ -209,6 +209,29 @@ SecRule ARGS "@rx [xX]" "id:3,phase:1,pass,nolog,t:none,setvar:tx.x=1"
 }
 
 #[test]
+fn a_regex_needing_two_literals_matches_only_where_both_occur() {
+    // Requires `$` and one of the words: the prefilter checks both sets (`literals`).
+    let r = rules(
+        r#"
+SecRule ARGS "@rx (?i)\$\s*(?:abs|and|or)\b" "id:1,phase:1,pass,nolog,t:none,t:urlDecodeUni,setvar:tx.both=1"
+SecRule ARGS "!@rx (?i)\$\s*(?:abs|and|or)\b" "id:2,phase:1,pass,nolog,t:none,setvar:tx.negated=1"
+"#,
+    );
+    // Each literal in a different argument: the gate's union holds neither rule bit.
+    let tx = get(&r, "/?a=%24&b=and");
+    assert_eq!(tx_var(&tx, "both"), None);
+    assert_eq!(tx_var(&tx, "negated").as_deref(), Some("1"));
+    let tx = get(&r, "/?a=x&b=%24+AND");
+    assert_eq!(tx_var(&tx, "both").as_deref(), Some("1"));
+    // `$` only after the chain's urlDecodeUni (%2524 -> %24 -> $).
+    let tx = get(&r, "/?a=%2524or");
+    assert_eq!(tx_var(&tx, "both").as_deref(), Some("1"));
+    // Both literals, but not as the regex wants them.
+    let tx = get(&r, "/?a=or+%24");
+    assert_eq!(tx_var(&tx, "both"), None);
+}
+
+#[test]
 fn rules_on_tx_are_never_gated() {
     // TX changes during the phase: the value rule 2 tests is set by rule 1 just before.
     let r = rules(

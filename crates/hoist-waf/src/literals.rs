@@ -1,0 +1,318 @@
+//! What a regex requires: the literal sets, one literal of each of which occurs in every
+//! match, read off the regex's syntax tree at load (see `prefilter`, which searches for them).
+//! Literals are folded to ASCII lowercase; the prefilter searches ASCII-case-insensitively,
+//! which can only add candidates, never lose one.
+
+use regex_syntax::hir::{Class, Hir, HirKind};
+
+pub type Set = Vec<Vec<u8>>;
+
+/// Largest finite language kept exactly while combining sub-expressions.
+const MAX_EXACT: usize = 64;
+/// Largest literal set kept as a requirement; bigger sets filter too little to be worth it.
+pub const MAX_REQUIRED: usize = 256;
+/// Largest character class enumerated into literals.
+const MAX_CLASS: u32 = 16;
+/// Most literal sets one rule is filtered by (each a separate requirement).
+const MAX_SETS: usize = 4;
+
+/// What a sub-expression tells about the strings it matches.
+struct Info {
+    /// Every string it can match, when that is a small finite set.
+    exact: Option<Set>,
+    /// Every match contains one literal of each of these sets (a conjunction: `\$` followed
+    /// by one of a hundred words requires `$` and one of the words); empty when nothing is
+    /// known.
+    required: Vec<Set>,
+}
+
+/// The requirements (ASCII-lowercased literal sets, see [`Info::required`]) that every match
+/// of `pattern` meets, parsed as the `regex` crate parses it for a bytes regex, best first and
+/// at most `MAX_SETS`; empty when no useful one exists (the regex can match the empty
+/// string, or every set would be too large).
+pub fn required_sets(pattern: &str) -> Vec<Set> {
+    let Ok(hir) = regex_syntax::ParserBuilder::new()
+        .utf8(false)
+        .build()
+        .parse(pattern)
+    else {
+        return Vec::new();
+    };
+    requirements(analyze(&hir))
+}
+
+fn analyze(h: &Hir) -> Info {
+    match h.kind() {
+        HirKind::Empty | HirKind::Look(_) => exact(vec![Vec::new()]),
+        HirKind::Literal(lit) => exact(vec![lit.0.to_ascii_lowercase()]),
+        HirKind::Class(class) => Info {
+            exact: class_members(class),
+            required: Vec::new(),
+        },
+        HirKind::Capture(c) => analyze(&c.sub),
+        HirKind::Repetition(r) => {
+            let sub = analyze(&r.sub);
+            if r.min == 0 {
+                // It may match the empty string: no requirement.
+                let exact = match (r.max, sub.exact) {
+                    (Some(1), Some(mut e)) => {
+                        e.push(Vec::new());
+                        Some(normalize(e))
+                    }
+                    _ => None,
+                };
+                Info {
+                    exact,
+                    required: Vec::new(),
+                }
+            } else {
+                let once = r.min == 1 && r.max == Some(1);
+                Info {
+                    exact: if once { sub.exact.clone() } else { None },
+                    required: requirements(sub),
+                }
+            }
+        }
+        HirKind::Concat(subs) => concat(subs),
+        HirKind::Alternation(subs) => alternation(subs),
+    }
+}
+
+fn exact(set: Set) -> Info {
+    Info {
+        exact: Some(set),
+        required: Vec::new(),
+    }
+}
+
+fn normalize(mut set: Set) -> Set {
+    set.sort();
+    set.dedup();
+    set
+}
+
+fn class_members(class: &Class) -> Option<Set> {
+    let mut out = Vec::new();
+    match class {
+        Class::Bytes(c) => {
+            let size: u32 = c
+                .ranges()
+                .iter()
+                .map(|r| u32::from(r.end()) - u32::from(r.start()) + 1)
+                .sum();
+            if size > MAX_CLASS {
+                return None;
+            }
+            for r in c.ranges() {
+                out.extend((r.start()..=r.end()).map(|b| vec![b.to_ascii_lowercase()]));
+            }
+        }
+        Class::Unicode(c) => {
+            let size: u32 = c
+                .ranges()
+                .iter()
+                .map(|r| u32::from(r.end()) - u32::from(r.start()) + 1)
+                .sum();
+            if size > MAX_CLASS {
+                return None;
+            }
+            for r in c.ranges() {
+                for ch in r.start()..=r.end() {
+                    let mut buf = [0u8; 4];
+                    out.push(ch.encode_utf8(&mut buf).as_bytes().to_ascii_lowercase());
+                }
+            }
+        }
+    }
+    Some(normalize(out))
+}
+
+/// Everything known to be required: the exact set (when it has no empty string) and the
+/// required sets, best first, without repeats.
+fn requirements(info: Info) -> Vec<Set> {
+    let mut sets = info.required;
+    if let Some(e) = info.exact {
+        sets.push(e);
+    }
+    sets.retain(usable);
+    sets.sort_by_key(|s| std::cmp::Reverse(score(s)));
+    let mut out: Vec<Set> = Vec::with_capacity(MAX_SETS);
+    for s in sets {
+        if out.len() == MAX_SETS {
+            break;
+        }
+        if !out.contains(&s) {
+            out.push(s);
+        }
+    }
+    out
+}
+
+/// A set that can serve as a requirement: some literals, none empty, not too many.
+fn usable(set: &Set) -> bool {
+    !set.is_empty() && set.len() <= MAX_REQUIRED && set.iter().all(|s| !s.is_empty())
+}
+
+/// Longer shortest literal first (up to 4 bytes, where false hits become rare), then fewer.
+fn score(set: &Set) -> (usize, std::cmp::Reverse<usize>) {
+    let shortest = set.iter().map(Vec::len).min().unwrap_or(0);
+    (shortest.min(4), std::cmp::Reverse(set.len()))
+}
+
+/// A concatenation's runs of exactly-known parts multiply into longer literals; every run and
+/// every part's requirement is a requirement of the whole.
+fn concat(subs: &[Hir]) -> Info {
+    let mut run: Option<Set> = Some(vec![Vec::new()]);
+    let mut all_exact = true;
+    let mut required = Vec::new();
+    for sub in subs {
+        let info = analyze(sub);
+        match (run.take(), info.exact) {
+            (Some(r), Some(e)) if r.len() * e.len() <= MAX_EXACT => {
+                let mut next = Vec::with_capacity(r.len() * e.len());
+                for a in &r {
+                    for b in &e {
+                        let mut s = a.clone();
+                        s.extend_from_slice(b);
+                        next.push(s);
+                    }
+                }
+                run = Some(normalize(next));
+            }
+            (r, e) => {
+                all_exact = false;
+                required.extend(r);
+                required.extend(info.required);
+                run = e;
+            }
+        }
+    }
+    let exact = if all_exact { run.clone() } else { None };
+    required.extend(run);
+    Info {
+        exact,
+        required: requirements(Info {
+            exact: None,
+            required,
+        }),
+    }
+}
+
+/// A match of an alternation matches one branch, so it contains one literal of the union of
+/// the branches' best sets; and of the union of their second-best sets (a branch with only
+/// one set lends it again), and so on.
+fn alternation(subs: &[Hir]) -> Info {
+    let infos: Vec<Info> = subs.iter().map(analyze).collect();
+    let mut exact = Some(Vec::new());
+    for info in &infos {
+        exact = match (exact, &info.exact) {
+            (Some(mut acc), Some(e)) if acc.len() + e.len() <= MAX_EXACT => {
+                acc.extend(e.iter().cloned());
+                Some(acc)
+            }
+            _ => None,
+        };
+    }
+    let branches: Vec<Vec<Set>> = infos.into_iter().map(requirements).collect();
+    let mut required = Vec::new();
+    if branches.iter().all(|b| !b.is_empty()) {
+        let depth = branches.iter().map(Vec::len).max().unwrap_or(0);
+        for i in 0..depth {
+            let mut union = Vec::new();
+            for b in &branches {
+                if let Some(set) = b.get(i).or(b.last()) {
+                    union.extend(set.iter().cloned());
+                }
+            }
+            let union = normalize(union);
+            if union.len() <= MAX_REQUIRED {
+                required.push(union);
+            }
+        }
+    }
+    Info {
+        exact: exact.map(normalize),
+        required: requirements(Info {
+            exact: None,
+            required,
+        }),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn strings(set: Set) -> Vec<String> {
+        set.into_iter()
+            .map(|l| String::from_utf8_lossy(&l).into_owned())
+            .collect()
+    }
+
+    /// The best set alone.
+    fn lits(p: &str) -> Option<Vec<String>> {
+        required_sets(p).into_iter().next().map(strings)
+    }
+
+    fn all_sets(p: &str) -> Vec<Vec<String>> {
+        required_sets(p).into_iter().map(strings).collect()
+    }
+
+    #[test]
+    fn every_required_part_is_kept() {
+        // `$` and one of the words: both required (the words score higher, so come first).
+        assert_eq!(
+            all_sets("(?s-u)(?i)\\[?\\$\\s*(?:abs|and|or)"),
+            vec![vec!["abs", "and", "or"], vec!["$", "[$"]]
+        );
+        // Branches pair their sets: `=` or `(` from one, `id` or `cmd` from the other.
+        let sets = all_sets("(?s-u)(?:id\\s*=|cmd\\s*\\()");
+        assert!(
+            sets.contains(&vec!["cmd".to_string(), "id".to_string()]),
+            "{sets:?}"
+        );
+        assert!(
+            sets.contains(&vec!["(".to_string(), "=".to_string()]),
+            "{sets:?}"
+        );
+        // A branch with no requirement leaves the alternation none.
+        assert!(all_sets("(?s-u)(?:id=|x*)").is_empty());
+    }
+
+    #[test]
+    fn literal_and_alternation() {
+        assert_eq!(lits("(?s-u)abc"), Some(vec!["abc".into()]));
+        assert_eq!(
+            lits("(?s-u)(?i)(?:union|select)"),
+            Some(vec!["select".into(), "union".into()])
+        );
+        // A small class after an alternation multiplies out: longer, exact literals.
+        let ws = lits("(?s-u)(?i)(?:union|select)\\s").unwrap_or_default();
+        assert_eq!(ws.len(), 12);
+        assert!(ws.contains(&"select ".to_string()) && ws.contains(&"union\t".to_string()));
+    }
+
+    #[test]
+    fn case_insensitive_classes_fold_to_one_literal() {
+        assert_eq!(lits("(?s-u)(?i)SeLeCt"), Some(vec!["select".into()]));
+        // Unicode case folding adds non-ASCII members (K: the Kelvin sign); kept exactly.
+        let k = lits("(?s)(?i)k").unwrap_or_default();
+        assert!(k.contains(&"k".to_string()) && k.len() == 2, "{k:?}");
+    }
+
+    #[test]
+    fn no_requirement_when_empty_matches() {
+        assert_eq!(lits("(?s-u)a*"), None);
+        assert_eq!(lits("(?s-u)^"), None);
+        assert_eq!(lits("(?s-u)(?:abc)?"), None);
+        assert_eq!(lits("(?s-u)abc|x*"), None);
+    }
+
+    #[test]
+    fn requirement_inside_concat_with_unknowns() {
+        // `.+` is unknown, but the literal around it is required.
+        assert_eq!(lits("(?s-u).+select.+"), Some(vec!["select".into()]));
+        // Equal scores: the first required part wins.
+        assert_eq!(lits("(?s-u)[a-z]+=\\d+&"), Some(vec!["=".into()]));
+    }
+}
