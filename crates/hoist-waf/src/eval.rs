@@ -269,11 +269,27 @@ impl Transaction {
                 // changes it (a changed value is a different buffer).
                 let mut seen: Option<(*const u8, usize)> = None;
                 let mut h = false;
+                // Whether the regex's literals are absent from the value as collected (with
+                // the transformations that keep its hits): then a step that differs from it
+                // in case only cannot match either, and its regex is not run.
+                let absent = match (prefilter, rule.negated) {
+                    (Some((pslot, p)), false) => cache
+                        .own_hits(slot, &item.value, rules.chains.len(), p)
+                        .filter(|(_, bits)| !crate::prefilter::has_slot(bits, pslot))
+                        .map(|(keeping, _)| keeping),
+                    _ => None,
+                };
                 for &node in rules.chains.path(rule.chain) {
                     let (v, _) = cache.get(slot, &item.value, node, &rules.chains, None);
                     let id = (v.as_ptr(), v.len());
                     if !h && seen != Some(id) {
-                        h = self.check(rule, v, want_captures.then_some(&mut *captures));
+                        let skip = absent.is_some_and(|keeping| {
+                            rules.chains.mask(node) & !keeping == 0
+                                || v.eq_ignore_ascii_case(&item.value)
+                        });
+                        if !skip {
+                            h = self.check(rule, v, want_captures.then_some(&mut *captures));
+                        }
                     }
                     seen = Some(id);
                 }
