@@ -11,6 +11,9 @@ use std::borrow::Cow;
 /// The items of one rule: most rules see a handful, so they live on the stack.
 pub(crate) type Items<'a> = SmallVec<[Item<'a>; 8]>;
 
+/// The counts a `&VAR` item most often holds, as text.
+const SMALL_COUNTS: [&str; 10] = ["0", "1", "2", "3", "4", "5", "6", "7", "8", "9"];
+
 pub struct Item<'a> {
     pub var: VarName,
     pub key: Cow<'a, str>,
@@ -245,10 +248,15 @@ impl Transaction {
                 Selector::Key(k) => Cow::Owned(k.clone()),
                 _ => Cow::Borrowed(""),
             };
+            // CRS counts mostly to tell 0 from 1 (`&TX:x "@eq 0"`): no allocation for those.
+            let value = match SMALL_COUNTS.get(count) {
+                Some(digits) => Cow::Borrowed(digits.as_bytes()),
+                None => Cow::Owned(count.to_string().into_bytes()),
+            };
             out.push(Item {
                 var,
                 key,
-                value: Cow::Owned(count.to_string().into_bytes()),
+                value,
                 slot: None,
             });
         }

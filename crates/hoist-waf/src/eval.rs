@@ -131,10 +131,21 @@ impl Transaction {
     }
 
     fn replay(&mut self, block: &Block) {
-        self.tx.clone_from(&block.tx);
+        // Rewrites the previous transaction's TX (see `scratch`): most of its names are the
+        // block's, whose buffers are then reused.
+        std::mem::swap(&mut self.tx, &mut self.last_tx);
+        self.tx.retain(|name, _| block.tx.contains_key(name));
+        for (name, value) in &block.tx {
+            match self.tx.get_mut(name) {
+                Some(mine) => mine.clone_from(value),
+                None => {
+                    self.tx.insert(name.clone(), value.clone());
+                }
+            }
+        }
         self.matched.extend(block.matched.iter().cloned());
         if let Some(vars) = &block.matched_vars {
-            self.matched_vars.clone_from(vars);
+            self.copy_matched_vars(vars);
         }
         self.current_rule_id = block.last_rule_id;
         self.constant_tx = true;
@@ -312,7 +323,9 @@ impl Transaction {
     /// ModSecurity runs a rule's non-disruptive actions once per matching variable, with
     /// MATCHED_VAR and TX.0.. of that variable: CRS builds per-header TX keys this way.
     fn record_matches(&mut self, rule: &Rule, matched: impl IntoIterator<Item = Hit>) {
-        self.matched_vars.clear();
+        // The list is rewritten rather than replaced: a decided match (`record_decided`)
+        // then copies into buffers that are already there.
+        let mut count = 0;
         for (name, value, caps) in matched {
             if let Some(caps) = caps {
                 for (i, c) in caps.into_iter().enumerate() {
@@ -324,25 +337,51 @@ impl Transaction {
                     }
                 }
             }
-            self.matched_vars.push((name, value));
+            match self.matched_vars.get_mut(count) {
+                Some((n, v)) => {
+                    n.clone_from(&name);
+                    v.clone_from(&value);
+                }
+                None => self.matched_vars.push((name, value)),
+            }
+            count += 1;
+            self.matched_vars.truncate(count);
             for effect in &rule.actions.effects {
                 self.apply_effect(effect);
             }
         }
+        if count == 0 {
+            self.matched_vars.clear();
+        }
     }
 
     /// `record_matches` for a match the constant plan decided: one variable is copied into
-    /// MATCHED_VARS' existing buffers (allocation-free only after another decided match:
-    /// `record_matches` replaces the list).
+    /// MATCHED_VARS' existing buffers (kept from match to match and, through `scratch`,
+    /// from transaction to transaction).
     fn record_decided(&mut self, rule: &Rule, vars: &crate::body::Pairs) {
         if let [_] = vars.as_slice() {
-            self.matched_vars.clone_from(vars);
+            self.copy_matched_vars(vars);
             for effect in &rule.actions.effects {
                 self.apply_effect(effect);
             }
         } else {
             let hits = vars.iter().map(|(n, v)| (n.clone(), v.clone(), None));
             self.record_matches(rule, hits);
+        }
+    }
+
+    /// MATCHED_VARS := `vars`, into the buffers already there (a tuple's `clone_from`
+    /// would allocate afresh).
+    pub(crate) fn copy_matched_vars(&mut self, vars: &crate::body::Pairs) {
+        self.matched_vars.truncate(vars.len());
+        for (i, (name, value)) in vars.iter().enumerate() {
+            match self.matched_vars.get_mut(i) {
+                Some((n, v)) => {
+                    n.clone_from(name);
+                    v.clone_from(value);
+                }
+                None => self.matched_vars.push((name.clone(), value.clone())),
+            }
         }
     }
 
@@ -456,57 +495,64 @@ impl Transaction {
         match effect {
             Effect::SetVar(sv) => {
                 // A literal name was lowercased at load; CRS's names are nearly all literal.
-                let name: Cow<'_, str> = match sv.name.as_literal() {
-                    Some(lit) => Cow::Borrowed(lit),
-                    None => {
-                        let mut name = self.expand(&sv.name).into_owned();
-                        name.make_ascii_lowercase();
-                        Cow::Owned(name)
-                    }
-                };
-                match &sv.op {
-                    SetVarOp::Delete => {
-                        self.tx.remove(&*name);
-                    }
-                    SetVarOp::Set(m) => {
-                        // Through a spare buffer: the value may be another TX variable's.
-                        let mut value = std::mem::take(&mut self.setvar_buf);
-                        value.clear();
-                        value.extend_from_slice(self.expand(m).as_bytes());
-                        match self.tx.get_mut(&*name) {
-                            Some(old) => {
-                                std::mem::swap(old, &mut value);
-                                self.setvar_buf = value;
-                            }
-                            None => {
-                                self.tx.insert(name.into_owned(), value);
+                // Others (920450's `tx.header_name_920450_%{tx.0}`, per header) are expanded
+                // into a buffer kept for the next one.
+                let mut name_buf = std::mem::take(&mut self.setvar_name);
+                {
+                    let name: Cow<'_, str> = match sv.name.as_literal() {
+                        Some(lit) => Cow::Borrowed(lit),
+                        None => {
+                            name_buf.clear();
+                            self.expand_into(&sv.name, &mut name_buf);
+                            name_buf.make_ascii_lowercase();
+                            String::from_utf8_lossy(&name_buf)
+                        }
+                    };
+                    match &sv.op {
+                        SetVarOp::Delete => {
+                            self.tx.remove(&*name);
+                        }
+                        SetVarOp::Set(m) => {
+                            // Through a spare buffer: the value may be another TX variable's.
+                            let mut value = std::mem::take(&mut self.setvar_buf);
+                            value.clear();
+                            self.expand_into(m, &mut value);
+                            match self.tx.get_mut(&*name) {
+                                Some(old) => {
+                                    std::mem::swap(old, &mut value);
+                                    self.setvar_buf = value;
+                                }
+                                None => {
+                                    self.tx.insert(name.into_owned(), value);
+                                }
                             }
                         }
-                    }
-                    SetVarOp::Add(m) | SetVarOp::Sub(m) => {
-                        let delta = atoi(self.expand(m).as_bytes());
-                        let add = matches!(sv.op, SetVarOp::Add(_));
-                        let next = |current: i64| {
-                            if add {
-                                current.saturating_add(delta)
-                            } else {
-                                current.saturating_sub(delta)
-                            }
-                        };
-                        match self.tx.get_mut(&*name) {
-                            Some(v) => {
-                                let n = next(atoi(v));
-                                v.clear();
-                                write_decimal(v, n);
-                            }
-                            None => {
-                                let mut v = Vec::new();
-                                write_decimal(&mut v, next(0));
-                                self.tx.insert(name.into_owned(), v);
+                        SetVarOp::Add(m) | SetVarOp::Sub(m) => {
+                            let delta = atoi(self.expand(m).as_bytes());
+                            let add = matches!(sv.op, SetVarOp::Add(_));
+                            let next = |current: i64| {
+                                if add {
+                                    current.saturating_add(delta)
+                                } else {
+                                    current.saturating_sub(delta)
+                                }
+                            };
+                            match self.tx.get_mut(&*name) {
+                                Some(v) => {
+                                    let n = next(atoi(v));
+                                    v.clear();
+                                    write_decimal(v, n);
+                                }
+                                None => {
+                                    let mut v = Vec::new();
+                                    write_decimal(&mut v, next(0));
+                                    self.tx.insert(name.into_owned(), v);
+                                }
                             }
                         }
                     }
                 }
+                self.setvar_name = name_buf;
             }
             Effect::Ctl(ctl) => match ctl {
                 Ctl::RuleEngine(mode) => self.engine = *mode,

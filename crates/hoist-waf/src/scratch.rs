@@ -6,7 +6,14 @@
 //! its free lists on every free over 64 KiB) and cold memory for every request. A finished
 //! transaction gives them back to its rule set, cleared but with their capacity, and the
 //! next one takes them; nothing of one request's values survives into the next.
+//!
+//! One exception, for the constant block (see `constant`), which gives every transaction the
+//! same TX map of about ninety variables: the finished transaction's TX is kept as it is,
+//! and the next transaction that replays the block rewrites it into the block's map (its
+//! own variables are dropped, the block's overwrite the buffers of the same name), instead
+//! of allocating every name and value again. It is never read before that.
 
+use crate::body::Pairs;
 use crate::gates::GateCache;
 use crate::transaction::TxMap;
 use crate::values::ValueCache;
@@ -22,12 +29,19 @@ const MAX_RETAINED_BYTES: usize = 1 << 20;
 /// TX starts with room for CRS's variables on a browser GET (58, one more per request
 /// header), so the map is not rehashed while they arrive.
 const TX_CAPACITY: usize = 128;
+/// MATCHED_VARS of a rule that matched this many variables is not kept.
+const MAX_MATCHED_VARS: usize = 64;
 
 #[derive(Debug)]
 pub(crate) struct Scratch {
     pub values: Box<ValueCache>,
     pub gate_cache: GateCache,
     pub tx: TxMap,
+    /// The last transaction's TX, entries and all: only ever rewritten into the constant
+    /// block's (`Transaction::replay`).
+    pub last_tx: TxMap,
+    /// MATCHED_VARS' list, whose buffers `record_matches` rewrites.
+    pub matched_vars: Pairs,
 }
 
 impl Scratch {
@@ -36,6 +50,8 @@ impl Scratch {
             values: Box::default(),
             gate_cache: GateCache::default(),
             tx: TxMap::with_capacity_and_hasher(TX_CAPACITY, Default::default()),
+            last_tx: TxMap::with_capacity_and_hasher(TX_CAPACITY, Default::default()),
+            matched_vars: Pairs::new(),
         }
     }
 }
@@ -51,10 +67,14 @@ impl ScratchPool {
         pooled.unwrap_or_else(Scratch::new)
     }
 
-    /// Clears `s` and keeps it for the next transaction, unless the pool is full or `s`
-    /// holds more memory than an ordinary request needs.
+    /// Clears `s` (all but `last_tx`) and keeps it for the next transaction, unless the pool
+    /// is full or `s` holds more memory than an ordinary request needs.
     pub fn give(&self, mut s: Scratch) {
-        if s.values.retained_bytes() > MAX_RETAINED_BYTES || s.tx.capacity() > 8 * TX_CAPACITY {
+        if s.values.retained_bytes() > MAX_RETAINED_BYTES
+            || s.tx.capacity() > 8 * TX_CAPACITY
+            || s.last_tx.capacity() > 8 * TX_CAPACITY
+            || s.matched_vars.capacity() > MAX_MATCHED_VARS
+        {
             return;
         }
         s.values.clear();

@@ -85,6 +85,8 @@ pub struct Transaction {
     /// per-header keys, cannot be chosen to collide), not SipHash: CRS reads and writes
     /// TX dozens of times per request, and SipHash was a few percent of a GET's cost.
     pub(crate) tx: TxMap,
+    /// The previous transaction's TX, to be rewritten by `replay` (see `scratch`); never read.
+    pub(crate) last_tx: TxMap,
     pub(crate) response_status: u16,
     pub(crate) response_protocol: String,
     pub(crate) response_headers: Pairs,
@@ -113,6 +115,8 @@ pub struct Transaction {
     pub(crate) gate_cache: crate::gates::GateCache,
     /// A spare buffer for `setvar` values (see `apply_effect`).
     pub(crate) setvar_buf: Vec<u8>,
+    /// Where `setvar` expands a name with macros.
+    pub(crate) setvar_name: Vec<u8>,
     /// Off only in the probe that works out the rule set's constant plan.
     pub(crate) use_constant_plan: bool,
     /// TX holds the constant block's state, untouched but by rules (see `constant`).
@@ -144,14 +148,33 @@ impl Expand for Transaction {
     }
 }
 
+impl Transaction {
+    /// `expand`, appended to `out`: the same bytes, without a string built per call.
+    pub(crate) fn expand_into(&self, m: &Macro, out: &mut Vec<u8>) {
+        for part in &m.parts {
+            match part {
+                Part::Literal(s) => out.extend_from_slice(s.as_bytes()),
+                Part::Var(var, key) => out.extend_from_slice(
+                    String::from_utf8_lossy(&self.macro_value(*var, key.as_deref())).as_bytes(),
+                ),
+            }
+        }
+    }
+}
+
 impl Drop for Transaction {
     /// Hands the working memory to the next transaction of the rule set (see `scratch`).
     fn drop(&mut self) {
         if let Some(values) = self.values.take() {
+            // This TX becomes the next one's `last_tx`; the older one, cleared, its TX.
+            let mut last_tx = std::mem::take(&mut self.last_tx);
+            last_tx.clear();
             self.rules.scratch.give(crate::scratch::Scratch {
                 values,
                 gate_cache: std::mem::take(&mut self.gate_cache),
-                tx: std::mem::take(&mut self.tx),
+                tx: last_tx,
+                last_tx: std::mem::take(&mut self.tx),
+                matched_vars: std::mem::take(&mut self.matched_vars),
             });
         }
     }
@@ -190,11 +213,12 @@ impl Transaction {
             multipart_unmatched_boundary: false,
             xml: Xml::default(),
             tx: scratch.tx,
+            last_tx: scratch.last_tx,
             response_status: 0,
             response_protocol: String::new(),
             response_headers: Vec::new(),
             response_body: Vec::new(),
-            matched_vars: Vec::new(),
+            matched_vars: scratch.matched_vars,
             current_rule_id: 0,
             empty: Vec::new(),
             removed_ids: Vec::new(),
@@ -208,6 +232,7 @@ impl Transaction {
             values: Some(scratch.values),
             gate_cache: scratch.gate_cache,
             setvar_buf: Vec::new(),
+            setvar_name: Vec::new(),
             use_constant_plan: true,
             constant_tx: false,
         }

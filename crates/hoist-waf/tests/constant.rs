@@ -269,3 +269,26 @@ SecAction "id:12,phase:1,pass,nolog,setvar:tx.b=1"
     assert_eq!(enforced.interruption().map(|i| i.rule_id), Some(11));
     assert_eq!(enforced.tx_var("b"), None);
 }
+
+#[test]
+fn a_replayed_block_leaves_nothing_of_the_last_transactions_tx() {
+    // The block's TX is written over the previous transaction's map (scratch.rs): what that
+    // transaction changed or added must be gone.
+    let r = rules(
+        r#"
+SecAction "id:10,phase:1,pass,nolog,setvar:tx.a=1,setvar:tx.b=two"
+SecRule ARGS:a "@rx ." "id:20,phase:1,pass,nolog,setvar:'tx.a=%{ARGS.a}',setvar:tx.extra=1,setvar:!tx.b"
+"#,
+    );
+    assert_eq!(r.constant_rules().0, 1, "rule 10 forms the block");
+    for _ in 0..3 {
+        let changed = run(&r, "/?a=longer-than-before", false);
+        assert_eq!(changed.tx_var("a"), Some(&b"longer-than-before"[..]));
+        assert_eq!(changed.tx_var("b"), None);
+        drop(changed);
+        let plain = run(&r, "/", false);
+        assert_eq!(plain.tx_var("a"), Some(&b"1"[..]));
+        assert_eq!(plain.tx_var("b"), Some(&b"two"[..]));
+        assert_eq!(plain.tx_var("extra"), None);
+    }
+}
