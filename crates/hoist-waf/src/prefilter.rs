@@ -22,9 +22,11 @@ pub struct Prefilter {
     automaton: Option<AhoCorasick>,
     /// Pattern index → the sets (rule slots or further sets) that contain it.
     slots_of: Vec<Vec<u32>>,
-    /// The bytes some set has as a one-byte literal (both ASCII cases of a letter), each with
-    /// its range in `byte_masks`: (word, bits) pairs of the sets that contain it.
-    bytes: Vec<(u8, std::ops::Range<usize>)>,
+    /// The bytes some set has as a one-byte literal (both ASCII cases of a letter).
+    bytes: Vec<u8>,
+    /// Per byte value, its range in `byte_masks`: (word, bits) pairs of the sets that
+    /// contain it (empty for a byte no set has).
+    byte_at: Vec<std::ops::Range<usize>>,
     byte_masks: Vec<(usize, u64)>,
     /// Per rule with further sets: the range of their numbers in `further`; indexed by the
     /// rule's slot, an empty range for the others.
@@ -139,6 +141,7 @@ impl Prefilter {
             )
         };
         let mut bytes = Vec::new();
+        let mut byte_at = Vec::with_capacity(256);
         let mut byte_masks = Vec::new();
         for (b, mask) in byte_sets.iter().enumerate() {
             let start = byte_masks.len();
@@ -149,13 +152,15 @@ impl Prefilter {
                     .map(|(w, m)| (w, *m)),
             );
             if byte_masks.len() > start {
-                bytes.push((u8::try_from(b).ok()?, start..byte_masks.len()));
+                bytes.push(u8::try_from(b).ok()?);
             }
+            byte_at.push(start..byte_masks.len());
         }
         Some(Prefilter {
             automaton,
             slots_of,
             bytes,
+            byte_at,
             byte_masks,
             conjunctions,
             further,
@@ -188,19 +193,35 @@ impl Prefilter {
         }
     }
 
+    /// Sets the bits of the sets that have byte `b` as a literal.
+    fn add_byte(&self, b: usize, sets: &mut [u64]) {
+        let at = self.byte_at.get(b).cloned().unwrap_or(0..0);
+        for &(w, m) in self.byte_masks.get(at).unwrap_or(&[]) {
+            if let Some(word) = sets.get_mut(w) {
+                *word |= m;
+            }
+        }
+    }
+
     fn scan_sets(&self, value: &[u8], sets: &mut [u64]) {
-        if !self.bytes.is_empty() {
-            let mut present = [false; 256];
+        let mut present = [false; 256];
+        if value.len() <= self.bytes.len() {
+            // A short value: look up each of its distinct bytes.
+            for &b in value {
+                let b = usize::from(b);
+                if !present[b] {
+                    present[b] = true;
+                    self.add_byte(b, sets);
+                }
+            }
+        } else {
+            // A long one: note its bytes, then go through the table once.
             for &b in value {
                 present[usize::from(b)] = true;
             }
-            for (b, at) in &self.bytes {
-                if present[usize::from(*b)] {
-                    for &(w, m) in self.byte_masks.get(at.clone()).unwrap_or(&[]) {
-                        if let Some(word) = sets.get_mut(w) {
-                            *word |= m;
-                        }
-                    }
+            for &b in &self.bytes {
+                if present[usize::from(b)] {
+                    self.add_byte(usize::from(b), sets);
                 }
             }
         }
@@ -278,6 +299,28 @@ mod tests {
         let mut bits = vec![0; f.words()];
         f.scan(b"elect", &mut bits);
         assert!(has_slot(&bits, 0) && !has_slot(&bits, 1));
+    }
+
+    #[test]
+    fn one_byte_literals_are_found_in_short_and_long_values() {
+        let rules = vec![
+            vec![vec![b"'".to_vec()]],
+            vec![vec![b"x".to_vec()]],
+            vec![vec![b"select".to_vec()], vec![b"(".to_vec()]],
+        ];
+        let f = Prefilter::build(&rules).expect("builds");
+        let scan = |v: &[u8]| {
+            let mut bits = vec![0; f.words()];
+            f.scan(v, &mut bits);
+            (0..3).map(|s| has_slot(&bits, s)).collect::<Vec<_>>()
+        };
+        assert_eq!(scan(b"X'"), [true, true, false]);
+        assert_eq!(scan(b"SELECT("), [false, false, true]);
+        // Longer than the byte table: the other way of looking bytes up.
+        let mut long = vec![b'a'; 300];
+        assert_eq!(scan(&long), [false, false, false]);
+        long.extend_from_slice(b"select (X");
+        assert_eq!(scan(&long), [false, true, true]);
     }
 
     /// Soundness: whenever the regex matches, the prefilter reports the rule.
