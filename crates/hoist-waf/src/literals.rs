@@ -91,16 +91,17 @@ fn normalize(mut set: Set) -> Set {
     set
 }
 
+/// Whether a class of these (first, last) ranges has at most `MAX_CLASS` members.
+fn small(ranges: impl Iterator<Item = (u32, u32)>) -> bool {
+    ranges.map(|(first, last)| last - first + 1).sum::<u32>() <= MAX_CLASS
+}
+
 fn class_members(class: &Class) -> Option<Set> {
     let mut out = Vec::new();
     match class {
         Class::Bytes(c) => {
-            let size: u32 = c
-                .ranges()
-                .iter()
-                .map(|r| u32::from(r.end()) - u32::from(r.start()) + 1)
-                .sum();
-            if size > MAX_CLASS {
+            let ranges = c.ranges().iter();
+            if !small(ranges.map(|r| (u32::from(r.start()), u32::from(r.end())))) {
                 return None;
             }
             for r in c.ranges() {
@@ -108,12 +109,8 @@ fn class_members(class: &Class) -> Option<Set> {
             }
         }
         Class::Unicode(c) => {
-            let size: u32 = c
-                .ranges()
-                .iter()
-                .map(|r| u32::from(r.end()) - u32::from(r.start()) + 1)
-                .sum();
-            if size > MAX_CLASS {
+            let ranges = c.ranges().iter();
+            if !small(ranges.map(|r| (u32::from(r.start()), u32::from(r.end())))) {
                 return None;
             }
             for r in c.ranges() {
