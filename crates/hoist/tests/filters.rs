@@ -48,7 +48,7 @@ fn buffer_filter_limits_bodies_and_per_route_config_disables_it() {
     assert_eq!(code("/", &small), "200");
     assert_eq!(code("/", &big), "413");
     assert_eq!(code("/open", &big), "200", "disabled per route");
-    assert_eq!(hoist.stat("http.f.downstream_rq_4xx"), 1);
+    hoist.wait_stat("http.f.downstream_rq_4xx", 1);
     assert_eq!(hoist.stat("http.f.downstream_rq_too_large"), 1);
 }
 

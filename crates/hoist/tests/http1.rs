@@ -83,7 +83,7 @@ fn bodies_are_byte_exact_and_keep_alive_reuses_the_connection() {
         assert_eq!(got.len(), want.len());
         assert_eq!(sha256_hex(&got), sha256_hex(&want));
     }
-    assert_eq!(f.hoist.stat("http.ingress_http.downstream_rq_2xx"), 4);
+    f.hoist.wait_stat("http.ingress_http.downstream_rq_2xx", 4);
     assert_eq!(
         f.hoist.stat("http.ingress_http.downstream_cx_http1_total"),
         1
@@ -158,10 +158,8 @@ fn malformed_requests_get_400_and_a_closed_connection() {
             .stat("http.ingress_http.downstream_cx_protocol_error")
             >= cases.len() as u64
     );
-    assert_eq!(
-        f.hoist.stat("http.ingress_http.downstream_rq_4xx"),
-        cases.len() as u64
-    );
+    f.hoist
+        .wait_stat("http.ingress_http.downstream_rq_4xx", cases.len() as u64);
 }
 
 #[test]

@@ -190,7 +190,7 @@ fn pyjwt_tokens_against_a_local_jwks_file() {
         algs.len() as u64 + 1
     );
     assert_eq!(hoist.stat("http.ingress.jwt_authn.denied"), 7);
-    assert_eq!(hoist.stat("http.ingress.downstream_rq_4xx"), 7);
+    hoist.wait_stat("http.ingress.downstream_rq_4xx", 7);
 }
 
 fn remote_provider(cache_duration: &str, async_fetch: bool) -> Value {

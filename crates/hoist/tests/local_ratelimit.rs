@@ -177,7 +177,7 @@ fn over_the_limit_requests_get_429_with_rl_and_top_level_stats() {
     assert_eq!(hoist.stat("edge.http_local_rate_limit.ok"), 2);
     assert_eq!(hoist.stat("edge.http_local_rate_limit.rate_limited"), 1);
     assert_eq!(hoist.stat("edge.http_local_rate_limit.enforced"), 1);
-    assert_eq!(hoist.stat("http.ingress.downstream_rq_4xx"), 1);
+    hoist.wait_stat("http.ingress.downstream_rq_4xx", 1);
     // The filter's stats are rooted at its stat_prefix, not under http.<hcm prefix>.
     let (_, all) = hoist.admin_get("/stats?filter=http_local_rate_limit");
     let names: Vec<&str> = all.lines().filter_map(|l| l.split(':').next()).collect();
@@ -336,7 +336,7 @@ fn the_bucket_is_shared_exactly_by_two_workers_under_concurrent_clients() {
     assert_eq!(hoist.stat("h1.http_local_rate_limit.enforced"), 1063);
     assert_eq!(hoist.stat("h2.http_local_rate_limit.ok"), 61);
     assert_eq!(hoist.stat("h2.http_local_rate_limit.enforced"), 1139);
-    assert_eq!(hoist.stat("http.ingress.downstream_rq_2xx"), 137 + 61);
+    hoist.wait_stat("http.ingress.downstream_rq_2xx", 137 + 61);
 }
 
 #[test]

@@ -243,7 +243,7 @@ fn sni_selects_the_filter_chain_and_certificate() {
     let out = s_client(addr, &["-servername", "c.test"], "/");
     assert!(!out.contains("chain "), "{out}");
     assert_eq!(hoist.stat("listener.127.0.0.1_0.no_filter_chain_match"), 1);
-    assert_eq!(hoist.stat("http.chain_b.downstream_rq_2xx"), 2);
+    hoist.wait_stat("http.chain_b.downstream_rq_2xx", 2);
 }
 
 #[test]

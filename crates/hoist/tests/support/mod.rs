@@ -189,6 +189,20 @@ impl Hoist {
             .unwrap_or(0)
     }
 
+    /// Waits (up to 10 s) until a stat has the value: a worker counts an exchange once its
+    /// response is written, so a client can be done before the count is.
+    pub fn wait_stat(&self, name: &str, want: u64) {
+        let deadline = Instant::now() + Duration::from_secs(10);
+        loop {
+            let got = self.stat(name);
+            if got == want {
+                return;
+            }
+            assert!(Instant::now() < deadline, "{name} is {got}, never {want}");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
     /// Sends SIGTERM and waits for the exit status (panics after `limit`).
     pub fn terminate(&mut self, limit: Duration) -> std::process::ExitStatus {
         let _ = Command::new("kill")
