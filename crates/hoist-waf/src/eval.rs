@@ -337,13 +337,7 @@ impl Transaction {
                     }
                 }
             }
-            match self.matched_vars.get_mut(count) {
-                Some((n, v)) => {
-                    n.clone_from(&name);
-                    v.clone_from(&value);
-                }
-                None => self.matched_vars.push((name, value)),
-            }
+            self.put_matched_var(count, &name, &value);
             count += 1;
             self.matched_vars.truncate(count);
             for effect in &rule.actions.effects {
@@ -375,13 +369,20 @@ impl Transaction {
     pub(crate) fn copy_matched_vars(&mut self, vars: &crate::body::Pairs) {
         self.matched_vars.truncate(vars.len());
         for (i, (name, value)) in vars.iter().enumerate() {
-            match self.matched_vars.get_mut(i) {
-                Some((n, v)) => {
-                    n.clone_from(name);
-                    v.clone_from(value);
-                }
-                None => self.matched_vars.push((name.clone(), value.clone())),
+            self.put_matched_var(i, name, value);
+        }
+    }
+
+    /// MATCHED_VARS entry `i` := (`name`, `value`), into its buffers when it has one.
+    fn put_matched_var(&mut self, i: usize, name: &str, value: &[u8]) {
+        match self.matched_vars.get_mut(i) {
+            Some((n, v)) => {
+                n.clear();
+                n.push_str(name);
+                v.clear();
+                v.extend_from_slice(value);
             }
+            None => self.matched_vars.push((name.to_string(), value.to_vec())),
         }
     }
 
