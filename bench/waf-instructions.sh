@@ -3,7 +3,7 @@
 # move with the machine's load, for A/B comparisons of the engine on a shared host where the
 # same binary's CPU time varies by 20-50 % between runs.
 #
-#   bench/waf-instructions.sh [get|post|both=both] [engine bench binary]
+#   bench/waf-instructions.sh [get|post|both=both|small] [engine bench binary]
 #
 # Runs the engine benchmark's fixed-count mode twice per case (N1 and N2 transactions, only the
 # transaction function counted) and prints (count(N2) - count(N1)) / (N2 - N1): the steady
@@ -39,10 +39,11 @@ one() { # case function n1 n2
 
 case $cases in
   get) one get engine::get_1k 10 50 ;;
+  small) one small engine::get_small 10 50 ;;
   post) one post engine::post_10k 2 6 ;;
   both)
     one get engine::get_1k 10 50
     one post engine::post_10k 2 6
     ;;
-  *) echo "usage: $0 [get|post|both] [binary]" >&2; exit 2 ;;
+  *) echo "usage: $0 [get|post|both|small] [binary]" >&2; exit 2 ;;
 esac

@@ -3,6 +3,8 @@
 //! `cargo bench -p hoist-waf --bench engine` measures (release build, one thread) and prints
 //! the time per transaction; `cargo test -p hoist-waf --benches` runs each case once as a
 //! smoke test. The CRS comes from `HOIST_CRS_DIR`, else `../shared/crs` next to the workspace.
+//! A third case, `get_small_jwt`, is the request `bench/filter-cost.sh` sends through the
+//! proxy: the engine's share of the proxy's per-request cost.
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use hoist_waf::{RuleSet, Transaction};
@@ -44,6 +46,9 @@ const BROWSER_HEADERS: &[(&str, &str)] = &[
     ("Sec-Fetch-Site", "same-origin"),
 ];
 
+/// A signed RS256 JWT as `bench/filter-cost.sh` sends it.
+const BEARER: &str = "Bearer eyJhbGciOiJSUzI1NiIsInR5cCI6IkpXVCIsImtpZCI6ImJlbmNoIn0.eyJpc3MiOiJob2lzdC1iZW5jaCIsImF1ZCI6ImJlbmNoIiwic3ViIjoibG9hZCIsImlhdCI6MTc5NjAwOTMxNSwiZXhwIjoxODI3NTQ1MzE1fQ.pqLepA21Knrg8inP5W8OSOMJ-f3mZ3EbHRtbN9d0QF0r_cjymm51ZViZn8ELZoKYQ_kPGRCwmVJLsK1RE6Q46NcCmUU9-ykM_Ooe3DUODyHWhHl5Rs70d4ifuaM4tyKwxiiImVs_nAx60cEPWKoyIhbSk4uSqb_S96OuxWI1hH66yFw-mmy5IQNtiBo7H1ekSwYb7SNbaptyMRWTz7YOWHVkkgAOTBsHJlsISe1Y1Itl91nG00Bgd1PlLefavy7Samg4C7op5B3CuFcDP4iZdrpfXhOU4-Q_1JpLx1cj_9w7DdGP-hYfPNVip_HD9RmUGCgwuu9N66R8Ei-7ifo2ew";
+
 fn get_1k(rules: &Arc<RuleSet>) {
     let mut tx = Transaction::new(rules.clone(), "198.51.100.7", "bench");
     tx.process_request_line(
@@ -58,6 +63,24 @@ fn get_1k(rules: &Arc<RuleSet>) {
     tx.process_request_body();
     tx.set_response_status(200, "HTTP/1.1");
     tx.add_response_header("Content-Type", b"text/html");
+    tx.process_response_headers();
+    tx.process_response_body();
+    tx.process_logging();
+}
+
+/// What `bench/filter-cost.sh` sends through the proxy (`hoist load` with a JWT): the
+/// per-transaction cost of a request with few values.
+#[inline(never)] // a symbol for `valgrind --toggle-collect`
+fn get_small(rules: &Arc<RuleSet>) {
+    let mut tx = Transaction::new(rules.clone(), "127.0.0.1", "bench");
+    tx.process_request_line("GET", "/1k", "HTTP/1.1");
+    tx.add_request_header("Host", b"shop.example.com");
+    tx.add_request_header("User-Agent", b"hoist-load/0.1");
+    tx.add_request_header("Authorization", BEARER.as_bytes());
+    tx.process_request_headers();
+    tx.process_request_body();
+    tx.set_response_status(200, "HTTP/1.1");
+    tx.add_response_header("Content-Type", b"text/plain");
     tx.process_response_headers();
     tx.process_response_body();
     tx.process_logging();
@@ -124,6 +147,10 @@ fn crs_pl1(c: &mut Criterion) {
         // A fixed count instead of criterion's sampling, for `perf stat` (CPU time and
         // instructions per transaction on a shared machine, where wall time is noisy).
         let case = std::env::var("HOIST_WAF_BENCH_CASE").unwrap_or_default();
+        if case == "small" {
+            timed("crs pl1: small GET", n, || get_small(&rules));
+            return;
+        }
         if case != "post" {
             timed("crs pl1: 1 KB browser GET", n, || get_1k(&rules));
         }
@@ -137,6 +164,7 @@ fn crs_pl1(c: &mut Criterion) {
     let mut group = c.benchmark_group("crs_pl1");
     group.throughput(Throughput::Elements(1));
     group.bench_function("get_1k_browser", |b| b.iter(|| get_1k(black_box(&rules))));
+    group.bench_function("get_small_jwt", |b| b.iter(|| get_small(black_box(&rules))));
     group.bench_function("post_10k_urlencoded", |b| {
         b.iter(|| post_10k(black_box(&rules), black_box(&body)))
     });
@@ -144,7 +172,7 @@ fn crs_pl1(c: &mut Criterion) {
 }
 
 /// `HOIST_WAF_BENCH_ITERS=N`: run each case N times and print wall µs per transaction
-/// (`HOIST_WAF_BENCH_CASE=get` or `post` for one case only).
+/// (`HOIST_WAF_BENCH_CASE=get` or `post` for one case only, `small` for `get_small` alone).
 fn fixed_iterations() -> Option<u32> {
     std::env::var("HOIST_WAF_BENCH_ITERS").ok()?.parse().ok()
 }
