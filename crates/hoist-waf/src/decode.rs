@@ -318,17 +318,18 @@ pub(crate) fn base64_decode(input: &[u8], ext: bool) -> Vec<u8> {
     }
     base64::engine::general_purpose::STANDARD_NO_PAD
         .decode(&clean)
-        .or_else(|_| {
-            base64::engine::GeneralPurpose::new(
-                &base64::alphabet::STANDARD,
-                base64::engine::GeneralPurposeConfig::new()
-                    .with_decode_allow_trailing_bits(true)
-                    .with_decode_padding_mode(base64::engine::DecodePaddingMode::Indifferent),
-            )
-            .decode(&clean)
-        })
+        .or_else(|_| LENIENT.decode(&clean))
         .unwrap_or_default()
 }
+
+/// Accepts trailing bits, as ModSecurity does; built at compile time rather than for each
+/// value that takes this path.
+static LENIENT: base64::engine::GeneralPurpose = base64::engine::GeneralPurpose::new(
+    &base64::alphabet::STANDARD,
+    base64::engine::GeneralPurposeConfig::new()
+        .with_decode_allow_trailing_bits(true)
+        .with_decode_padding_mode(base64::engine::DecodePaddingMode::Indifferent),
+);
 
 pub(crate) fn hex_decode(input: &[u8]) -> Vec<u8> {
     input
