@@ -171,13 +171,16 @@ fn crs_pl1(c: &mut Criterion) {
     group.finish();
 }
 
-/// `HOIST_WAF_BENCH_ITERS=N`: run each case N times and print wall µs per transaction
+/// `HOIST_WAF_BENCH_ITERS=N`: run each case N times and print CPU and wall µs per transaction
 /// (`HOIST_WAF_BENCH_CASE=get` or `post` for one case only, `small` for `get_small` alone).
 fn fixed_iterations() -> Option<u32> {
     std::env::var("HOIST_WAF_BENCH_ITERS").ok()?.parse().ok()
 }
 
 fn timed(name: &str, n: u32, mut f: impl FnMut()) {
+    if let Some(mib) = cold_mib() {
+        return timed_cold(name, n, mib, f);
+    }
     let cpu = cpu_ticks();
     let start = std::time::Instant::now();
     for _ in 0..n {
@@ -192,6 +195,34 @@ fn timed(name: &str, n: u32, mut f: impl FnMut()) {
         _ => "CPU time unknown".to_string(),
     };
     println!("{name}: {cpu}, {wall:.1} µs wall per transaction ({n} transactions)");
+}
+
+/// `HOIST_WAF_BENCH_COLD=MiB` (with `HOIST_WAF_BENCH_ITERS`): before each transaction,
+/// write a buffer of that size, as the proxy's TLS, HTTP and kernel work does between two
+/// requests, so the rules, automata and regex caches are no longer in the CPU's caches.
+fn cold_mib() -> Option<usize> {
+    std::env::var("HOIST_WAF_BENCH_COLD").ok()?.parse().ok()
+}
+
+/// `timed` with the caches evicted before each transaction; only the transactions are
+/// timed (wall time each, so the median is printed: eviction time is not CPU we want).
+fn timed_cold(name: &str, n: u32, mib: usize, mut f: impl FnMut()) {
+    let mut buffer = vec![0u8; mib << 20];
+    let mut times = Vec::with_capacity(n as usize);
+    for i in 0..n {
+        for line in buffer.chunks_mut(64) {
+            if let Some(b) = line.first_mut() {
+                *b = b.wrapping_add(i as u8);
+            }
+        }
+        black_box(&buffer);
+        let start = std::time::Instant::now();
+        f();
+        times.push(start.elapsed().as_secs_f64() * 1e6);
+    }
+    times.sort_by(f64::total_cmp);
+    let median = times.get(times.len() / 2).copied().unwrap_or(0.0);
+    println!("{name}: {median:.1} µs wall per transaction, median, caches evicted ({mib} MiB) before each ({n} transactions)");
 }
 
 /// utime + stime of this process from /proc/self/stat, in clock ticks (Linux: 100 Hz).
