@@ -25,6 +25,7 @@ mod eval;
 mod gates;
 mod heads;
 mod hit_keeping;
+mod injection;
 mod json;
 mod literals;
 mod log;

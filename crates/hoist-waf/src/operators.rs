@@ -285,17 +285,9 @@ impl Operator {
             Operator::ValidateUrlEncoding => !valid_url_encoding(input),
             Operator::ValidateUtf8Encoding => std::str::from_utf8(input).is_err(),
             Operator::DetectSqli => {
-                // Not `libinjectionrs::detect_sqli`: it fingerprints the input once more after
-                // detecting, for a fingerprint the state already holds (twice the work).
-                let mut state =
-                    libinjectionrs::SqliState::new(input, libinjectionrs::SqliFlags::FLAG_NONE);
-                let injection = state.detect();
-                if injection {
-                    capture0(captures, state.fingerprint_string().as_bytes());
-                }
-                injection
+                crate::injection::detect_sqli(input, |fingerprint| capture0(captures, fingerprint))
             }
-            Operator::DetectXss => libinjectionrs::detect_xss(input).is_injection(),
+            Operator::DetectXss => crate::injection::detect_xss(input),
             Operator::UnconditionalMatch => true,
             Operator::NoMatch => false,
         }
