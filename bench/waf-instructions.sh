@@ -13,14 +13,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 cases=${1:-both}
-bin=${2:-}
-if [ -z "$bin" ]; then
-  bin=$(cargo bench -p hoist-waf --bench engine --no-run 2>&1 |
-    sed -n 's/.*Executable .*(\(.*\))$/\1/p' | tail -1)
-fi
-[ -x "$bin" ] || { echo "engine bench binary not found: $bin" >&2; exit 1; }
-command -v valgrind >/dev/null || { echo "valgrind not installed" >&2; exit 1; }
-export HOIST_CRS_DIR=${HOIST_CRS_DIR:-$(cd .. && pwd)/shared/crs}
+# shellcheck source=bench/waf-engine-bin.sh
+. bench/waf-engine-bin.sh
 tmp=$(mktemp -d /tmp/hoist-waf-instr.XXXXXX)
 trap 'rm -rf "$tmp"' EXIT
 

@@ -15,20 +15,14 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 case=${1:-small}
-bin=${2:-}
-if [ -z "$bin" ]; then
-  bin=$(cargo bench -p hoist-waf --bench engine --no-run 2>&1 |
-    sed -n 's/.*Executable .*(\(.*\))$/\1/p' | tail -1)
-fi
-[ -x "$bin" ] || { echo "engine bench binary not found: $bin" >&2; exit 1; }
-command -v valgrind >/dev/null || { echo "valgrind not installed" >&2; exit 1; }
+# shellcheck source=bench/waf-engine-bin.sh
+. bench/waf-engine-bin.sh
 case $case in
   small) fn=engine::get_small ;;
   get) fn=engine::get_1k ;;
   post) fn=engine::post_10k ;;
   *) echo "usage: $0 [small|get|post] [binary]" >&2; exit 2 ;;
 esac
-export HOIST_CRS_DIR=${HOIST_CRS_DIR:-$(cd .. && pwd)/shared/crs}
 tmp=$(mktemp -d /tmp/hoist-waf-misses.XXXXXX)
 trap 'rm -rf "$tmp"' EXIT
 
