@@ -39,9 +39,10 @@ pub(crate) struct ConstantPlan {
     block: Option<Block>,
     /// Per phase, per entry index (see the module comment); `Undecided` for most rules.
     decisions: [Vec<Decision>; 5],
-    /// The same as one byte per entry (`UNDECIDED`, `NO_MATCH`, `MATCH`): the phase loop
-    /// asks for every entry it reaches, and 24-byte decisions were a fifth of the memory its
-    /// walk reads (callgrind's cache model put it first in L1 data misses).
+    /// The kind of each decision, one byte per entry (`UNDECIDED`, `NO_MATCH`, `MATCH`): the
+    /// phase loop asks for every entry it reaches, and reading 24-byte decisions there made
+    /// its walk the first source of L1 data misses in callgrind's cache model. `decisions`
+    /// is read only for a match.
     kinds: [Vec<u8>; 5],
 }
 
