@@ -619,7 +619,7 @@ struct ItemState<'r> {
     captures: Vec<Vec<u8>>,
     /// (name, transformed value, captures) per matching item.
     matched: Vec<Hit>,
-    /// The rule's prefilter slot and the automaton, when it has one.
+    /// The rule's prefilter slot and the prefilter, when it has one.
     prefilter: Option<(u32, &'r crate::prefilter::Prefilter)>,
     /// `Chains::mask` of the rule's chain.
     chain_mask: u64,

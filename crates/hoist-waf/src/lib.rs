@@ -27,6 +27,7 @@ mod heads;
 mod hit_keeping;
 mod injection;
 mod json;
+mod literal_scan;
 mod literals;
 mod log;
 pub mod macros;

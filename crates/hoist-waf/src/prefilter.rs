@@ -1,17 +1,17 @@
-//! @rx prefilter: one Aho-Corasick automaton over the literal sets (`literals`) of every
+//! @rx prefilter: one scan (`literal_scan`) over the literal sets (`literals`) of every
 //! prefiltered rule.
 //!
-//! Per transformed value the engine runs the automaton once and learns which rules' literal
+//! Per transformed value the engine scans once and learns which rules' literal
 //! sets occur; a rule one of whose sets does not occur cannot match, so its regex is not run.
 //! This only ever answers "cannot match", so it changes no result: negation, captures and
 //! chains see the operator's true answer either way.
 
+use crate::literal_scan::LiteralScan;
 use crate::literals::{Set, MAX_REQUIRED};
-use aho_corasick::{AhoCorasick, AhoCorasickKind, MatchKind};
 
-/// One automaton over the literal sets of every prefiltered rule, plus a byte table for the
-/// one-byte literals (`/`, whitespace, digits): in an automaton those match at nearly every
-/// byte of ordinary text, and reporting each match cost more than the whole scan.
+/// One scan over the literal sets of every prefiltered rule, plus a byte table for the
+/// one-byte literals (`/`, whitespace, digits): those occur at nearly every byte of ordinary
+/// text, and reporting each occurrence cost more than the whole scan.
 ///
 /// Rule `r`'s first (best) set has slot `r` in the hit bits callers see. A rule's further
 /// sets are numbered after the last rule and only live during a scan: at its end a rule's
@@ -19,7 +19,7 @@ use aho_corasick::{AhoCorasick, AhoCorasickKind, MatchKind};
 /// means "every requirement of the rule is met".
 #[derive(Debug)]
 pub struct Prefilter {
-    automaton: Option<AhoCorasick>,
+    literals: Option<LiteralScan>,
     /// Pattern index → the sets (rule slots or further sets) that contain it.
     slots_of: Vec<Vec<u32>>,
     /// The bytes some set has as a one-byte literal (both ASCII cases of a letter).
@@ -62,7 +62,7 @@ fn minimize(set: &Set) -> Set {
 /// Whether a rule's further set pays for itself. Each of its literals must hold a byte other
 /// than a letter, digit or space (`$`, `(`, `=`, `${`): ordinary text rarely has one, so the
 /// set often rules out a rule whose word set matched a word of the text. Word sets cost more
-/// automaton matches on every value than they save (the engine benchmark with every set
+/// scan hits on every value than they save (the engine benchmark with every set
 /// kept: 3.6 % more instructions per GET and 2.5 % per form POST than with none).
 fn worth_adding(set: &Set) -> bool {
     set.iter().all(|l| {
@@ -125,20 +125,12 @@ impl Prefilter {
                 }
             }
         }
-        let automaton = if patterns.is_empty() {
+        // Not Aho-Corasick: see `literal_scan` for why. (Before it, a contiguous NFA was
+        // used; a DFA over CRS's @pm phrase files made the process 80 MB larger per rule set.)
+        let literals = if patterns.is_empty() {
             None
         } else {
-            Some(
-                AhoCorasick::builder()
-                    .ascii_case_insensitive(true)
-                    .match_kind(MatchKind::Standard)
-                    // Not a DFA: over CRS's @pm phrase files it made the process 80 MB
-                    // larger (RSS 120 vs 39 MB with the whole CRS loaded) per rule set, for 2 %
-                    // fewer instructions on a GET and 9 % on a form POST.
-                    .kind(Some(AhoCorasickKind::ContiguousNFA))
-                    .build(&patterns)
-                    .ok()?,
-            )
+            Some(LiteralScan::new(&patterns)?)
         };
         let mut bytes = Vec::new();
         let mut byte_at = Vec::with_capacity(256);
@@ -157,7 +149,7 @@ impl Prefilter {
             byte_at.push(start..byte_masks.len());
         }
         Some(Prefilter {
-            automaton,
+            literals,
             slots_of,
             bytes,
             byte_at,
@@ -225,18 +217,19 @@ impl Prefilter {
                 }
             }
         }
-        if let Some(automaton) = &self.automaton {
-            for m in automaton.find_overlapping_iter(value) {
-                let Some(numbers) = self.slots_of.get(m.pattern().as_usize()) else {
-                    continue;
-                };
-                for &n in numbers {
+        if let Some(literals) = &self.literals {
+            literals.scan(value, |pattern| {
+                for &n in self
+                    .slots_of
+                    .get(pattern as usize)
+                    .map_or(&[][..], Vec::as_slice)
+                {
                     let n = n as usize;
                     if let Some(w) = sets.get_mut(n / 64) {
                         *w |= 1 << (n % 64);
                     }
                 }
-            }
+            });
         }
         // A rule with further sets keeps its bit only when each of them occurred.
         for (w, conj) in self.conjunctive.iter().enumerate() {

@@ -92,7 +92,7 @@ pub struct RuleSet {
     pub default_disruptive: [Disruptive; 5],
     /// Every transformation chain the rules use (and their prefixes).
     pub chains: Chains,
-    /// One automaton over the literals of every prefiltered rule.
+    /// One scan over the literals of every prefiltered rule.
     pub(crate) prefilter: Option<Prefilter>,
     /// The (target, chain) pairs rules are gated on, indexed by gate id.
     pub(crate) gates: Vec<crate::gates::GateDef>,
@@ -164,7 +164,7 @@ impl RuleSet {
         }
         self.prefilter = Prefilter::build(&literal_sets);
         if self.prefilter.is_none() {
-            // No automaton (no literals, or it could not be built): nothing may be gated.
+            // No prefilter (no literals, or it could not be built): nothing may be gated.
             for entry in self.phases.iter_mut().flatten() {
                 let Entry::Rule(head) = entry else { continue };
                 let mut link: Option<&mut Rule> = Some(head);

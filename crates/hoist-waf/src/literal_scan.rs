@@ -1,0 +1,346 @@
+//! Which of several thousand literals occur in a value, ignoring ASCII case.
+//!
+//! The prefilter asks this of every distinct transformed value, over the ~6,400 literals CRS
+//! rules require. An Aho-Corasick automaton answers it with one dependent load per byte:
+//! each state's address comes from the previous one, so when the 2 MB automaton is not in
+//! the cache (in the proxy, TLS and the socket calls between two requests push it out) every
+//! byte waits for memory. Here each position is looked up on its own: its first four bytes
+//! (lowercased) hash to a bit in a 16 KB bitmap and its first two to a bit in an 8 KB one,
+//! and only a set bit leads to a hash table of the literals that start with those bytes.
+//! The loads of different positions do not depend on each other, so the CPU overlaps their
+//! misses, and the two bitmaps are small enough to stay cached between requests. A literal
+//! of four or more bytes is found by its first four; one of two or three by its first two;
+//! single bytes by a 256-bit table.
+
+/// log2 of the bits in the four-byte filter: 16 KB, about 1 % full with CRS's literals.
+const QUAD_FILTER_LOG2: u32 = 17;
+
+/// A literal that occurs is reported at every position it starts at (as Aho-Corasick's
+/// overlapping search would); ids are indexes into the slice `new` was given.
+#[derive(Debug)]
+pub(crate) struct LiteralScan {
+    /// The literals, ASCII-lowercased.
+    literals: Vec<Vec<u8>>,
+    /// Literals of four or more bytes, by their first four.
+    quads: Table,
+    /// Bit `hash(first four bytes) >> (32 - QUAD_FILTER_LOG2)` set for each key of `quads`.
+    quad_filter: Vec<u64>,
+    /// Literals of two or three bytes, by their first two.
+    pairs: Table,
+    /// Bit `first two bytes as u16` set for each key of `pairs`.
+    pair_filter: Vec<u64>,
+    /// One-byte literals: (byte, id), sorted; `single_filter` has a bit per byte.
+    singles: Vec<(u8, u32)>,
+    single_filter: [u64; 4],
+    /// Empty literals: they occur in every value.
+    empty: Vec<u32>,
+}
+
+/// An open-addressing hash table from a key (two or four lowercased bytes, little-endian) to
+/// the ids of the literals that start with it.
+#[derive(Debug, Default)]
+struct Table {
+    /// (key, start, end) of each key's ids in `ids`; `end == 0` marks an empty slot.
+    slots: Vec<(u32, u32, u32)>,
+    /// `slots.len()` is `1 << log2`.
+    log2: u32,
+    ids: Vec<u32>,
+}
+
+fn hash(key: u32) -> u32 {
+    key.wrapping_mul(0x9E37_79B1)
+}
+
+fn has_bit(bits: &[u64], at: usize) -> bool {
+    bits.get(at / 64).is_some_and(|w| w & (1 << (at % 64)) != 0)
+}
+
+fn set_bit(bits: &mut [u64], at: usize) {
+    if let Some(w) = bits.get_mut(at / 64) {
+        *w |= 1 << (at % 64);
+    }
+}
+
+impl Table {
+    fn build(groups: std::collections::BTreeMap<u32, Vec<u32>>) -> Option<Table> {
+        let log2 = (groups.len() * 2)
+            .next_power_of_two()
+            .trailing_zeros()
+            .max(1);
+        let mut slots = vec![(0, 0, 0); 1 << log2];
+        let mut ids = Vec::new();
+        let mask = slots.len() - 1;
+        for (key, group) in groups {
+            let start = u32::try_from(ids.len()).ok()?;
+            ids.extend(group);
+            let end = u32::try_from(ids.len()).ok()?;
+            let mut at = (hash(key) >> (32 - log2)) as usize;
+            // At most half full, so an empty slot is always found.
+            while slots.get(at).is_some_and(|s| s.2 != 0) {
+                at = (at + 1) & mask;
+            }
+            *slots.get_mut(at)? = (key, start, end);
+        }
+        Some(Table { slots, log2, ids })
+    }
+
+    /// The ids of the literals whose first bytes are `key`.
+    fn get(&self, key: u32) -> &[u32] {
+        if self.slots.is_empty() {
+            return &[];
+        }
+        let mask = self.slots.len() - 1;
+        let mut at = (hash(key) >> (32 - self.log2)) as usize;
+        while let Some(&(k, start, end)) = self.slots.get(at) {
+            if end == 0 {
+                break;
+            }
+            if k == key {
+                return self.ids.get(start as usize..end as usize).unwrap_or(&[]);
+            }
+            at = (at + 1) & mask;
+        }
+        &[]
+    }
+}
+
+impl LiteralScan {
+    /// `None` only when there are more than `u32::MAX` literals.
+    pub fn new(literals: &[Vec<u8>]) -> Option<LiteralScan> {
+        let literals: Vec<Vec<u8>> = literals.iter().map(|l| l.to_ascii_lowercase()).collect();
+        let mut quads = std::collections::BTreeMap::<u32, Vec<u32>>::new();
+        let mut pairs = std::collections::BTreeMap::<u32, Vec<u32>>::new();
+        let mut quad_filter = vec![0u64; 1 << (QUAD_FILTER_LOG2 - 6)];
+        let mut pair_filter = vec![0u64; 1 << (16 - 6)];
+        let mut singles = Vec::new();
+        let mut single_filter = [0u64; 4];
+        let mut empty = Vec::new();
+        for (id, l) in literals.iter().enumerate() {
+            let id = u32::try_from(id).ok()?;
+            match l[..] {
+                [] => empty.push(id),
+                [b] => {
+                    singles.push((b, id));
+                    set_bit(&mut single_filter, usize::from(b));
+                }
+                [a, b] | [a, b, _] => {
+                    let key = u32::from(u16::from_le_bytes([a, b]));
+                    pairs.entry(key).or_default().push(id);
+                    set_bit(&mut pair_filter, key as usize);
+                }
+                [a, b, c, d, ..] => {
+                    let key = u32::from_le_bytes([a, b, c, d]);
+                    quads.entry(key).or_default().push(id);
+                    set_bit(
+                        &mut quad_filter,
+                        (hash(key) >> (32 - QUAD_FILTER_LOG2)) as usize,
+                    );
+                }
+            }
+        }
+        singles.sort_unstable();
+        Some(LiteralScan {
+            literals,
+            quads: Table::build(quads)?,
+            quad_filter,
+            pairs: Table::build(pairs)?,
+            pair_filter,
+            singles,
+            single_filter,
+            empty,
+        })
+    }
+
+    /// Calls `found` with the id of each literal that occurs in `value`, once per position
+    /// it starts at, in no particular order.
+    pub fn scan(&self, value: &[u8], mut found: impl FnMut(u32)) {
+        self.empty.iter().for_each(|&id| found(id));
+        // The value lowercased, with three bytes of padding so that every position can be
+        // read as four bytes; a key that reaches into the padding is never looked up.
+        let mut stack = [0u8; 1024];
+        let mut heap = Vec::new();
+        let lower = match stack.get_mut(..value.len() + 3) {
+            Some(s) => s,
+            None => {
+                heap.resize(value.len() + 3, 0);
+                &mut heap[..]
+            }
+        };
+        for (l, b) in lower.iter_mut().zip(value) {
+            *l = b.to_ascii_lowercase();
+        }
+        let lower = &*lower;
+        let n = value.len();
+        for (i, w) in lower.windows(4).enumerate() {
+            let &[a, b, c, d] = w else { break };
+            if self.single_filter != [0; 4] && has_bit(&self.single_filter, usize::from(a)) {
+                self.found_single(a, &mut found);
+            }
+            if i + 2 > n {
+                break;
+            }
+            let pair = u32::from(u16::from_le_bytes([a, b]));
+            if has_bit(&self.pair_filter, pair as usize) {
+                for &id in self.pairs.get(pair) {
+                    // The key is the literal's first two bytes; a third must follow.
+                    let ok = match self.literals.get(id as usize).map(Vec::as_slice) {
+                        Some([_, _]) => true,
+                        Some([_, _, z]) => i + 3 <= n && c == *z,
+                        _ => false,
+                    };
+                    if ok {
+                        found(id);
+                    }
+                }
+            }
+            if i + 4 > n {
+                continue;
+            }
+            let quad = u32::from_le_bytes([a, b, c, d]);
+            if has_bit(
+                &self.quad_filter,
+                (hash(quad) >> (32 - QUAD_FILTER_LOG2)) as usize,
+            ) {
+                for &id in self.quads.get(quad) {
+                    // The key is the literal's first four bytes; compare the rest.
+                    let rest = self.literals.get(id as usize).and_then(|l| l.get(4..));
+                    let here = rest.and_then(|r| lower.get(i + 4..i + 4 + r.len()));
+                    if let (Some(rest), Some(here)) = (rest, here) {
+                        if i + 4 + rest.len() <= n && rest == here {
+                            found(id);
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    fn found_single(&self, byte: u8, found: &mut impl FnMut(u32)) {
+        let start = self.singles.partition_point(|&(b, _)| b < byte);
+        for &(b, id) in self.singles.get(start..).unwrap_or(&[]) {
+            if b != byte {
+                break;
+            }
+            found(id);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use aho_corasick::{AhoCorasick, MatchKind};
+
+    /// The ids `LiteralScan` reports for `value`, sorted and deduplicated.
+    fn scanned(scan: &LiteralScan, value: &[u8]) -> Vec<u32> {
+        let mut ids = Vec::new();
+        scan.scan(value, |id| ids.push(id));
+        ids.sort_unstable();
+        ids.dedup();
+        ids
+    }
+
+    /// The same question answered by Aho-Corasick (what the prefilter used before).
+    fn oracle(ac: &AhoCorasick, value: &[u8]) -> Vec<u32> {
+        let mut ids: Vec<u32> = ac
+            .find_overlapping_iter(value)
+            .map(|m| m.pattern().as_u32())
+            .collect();
+        ids.sort_unstable();
+        ids.dedup();
+        ids
+    }
+
+    fn case_insensitive(literals: &[Vec<u8>]) -> AhoCorasick {
+        AhoCorasick::builder()
+            .ascii_case_insensitive(true)
+            .match_kind(MatchKind::Standard)
+            .build(literals)
+            .expect("builds")
+    }
+
+    #[test]
+    fn every_length_at_every_edge() {
+        let literals: Vec<Vec<u8>> = [
+            "", "a", "Or", "sEl", "UNION", "sele", "select", "%2e", "\0\0x", "unio\0", "or\0",
+        ]
+        .iter()
+        .map(|s| s.as_bytes().to_vec())
+        .collect();
+        let scan = LiteralScan::new(&literals).expect("builds");
+        let ac = case_insensitive(&literals);
+        for value in [
+            &b""[..],
+            b"a",
+            b"or",
+            b"xoR",
+            b"sel",
+            b"Sele",
+            b"SELECT",
+            b"xunionx",
+            b"unio",
+            b"%2E",
+            b"%2",
+            b"\0\0X",
+            b"\0\0",
+            b"b",
+            b"UNIO",
+            b"unio\0",
+            b"xor\0",
+        ] {
+            assert_eq!(scanned(&scan, value), oracle(&ac, value), "{value:?}");
+        }
+        assert_eq!(scanned(&scan, b"SELECT"), vec![0, 3, 5, 6]);
+        assert!(scanned(&scan, b"sel").contains(&3));
+        assert!(!scanned(&scan, b"se").contains(&3));
+    }
+
+    #[test]
+    fn reports_each_start() {
+        let literals = vec![b"ab".to_vec(), b"abcd".to_vec()];
+        let scan = LiteralScan::new(&literals).expect("builds");
+        let mut ids = Vec::new();
+        scan.scan(b"abcdABCD", |id| ids.push(id));
+        ids.sort_unstable();
+        assert_eq!(ids, vec![0, 0, 1, 1]);
+    }
+
+    #[test]
+    fn long_values_leave_the_stack_buffer() {
+        let literals = vec![b"needle".to_vec(), b"zq".to_vec()];
+        let scan = LiteralScan::new(&literals).expect("builds");
+        let mut value = vec![b'x'; 5000];
+        value.extend_from_slice(b"NEEDLE");
+        assert_eq!(scanned(&scan, &value), vec![0]);
+        value.extend_from_slice(b"zQ");
+        assert_eq!(scanned(&scan, &value), vec![0, 1]);
+    }
+
+    /// Many literals that share prefixes and keys, against Aho-Corasick over random text
+    /// drawn from their own bytes (so that most positions start some literal).
+    #[test]
+    fn agrees_with_aho_corasick() {
+        let mut x = 0x9E37_79B9_7F4A_7C15u64;
+        let mut next = move || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x
+        };
+        let alphabet = b"abcABC01 %'(/*-;<>\0\xc3\xa9";
+        let pick = |r: u64| alphabet[(r % alphabet.len() as u64) as usize];
+        let literals: Vec<Vec<u8>> = (0..3000)
+            .map(|_| {
+                let len = 1 + (next() % 9) as usize;
+                (0..len).map(|_| pick(next())).collect()
+            })
+            .collect();
+        let scan = LiteralScan::new(&literals).expect("builds");
+        let ac = case_insensitive(&literals);
+        for _ in 0..1000 {
+            let len = (next() % 1500) as usize;
+            let value: Vec<u8> = (0..len).map(|_| pick(next())).collect();
+            assert_eq!(scanned(&scan, &value), oracle(&ac, &value), "{value:?}");
+        }
+    }
+}
