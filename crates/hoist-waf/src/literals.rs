@@ -67,15 +67,85 @@ fn analyze(h: &Hir) -> Info {
                 }
             } else {
                 let once = r.min == 1 && r.max == Some(1);
+                // `x{n,m}` (n >= 2) has n matches of `x` in a row in every match: with `x`'s
+                // strings known, one of their n-fold products occurs (`\.{2,3}` needs `..`).
+                let power = match &sub.exact {
+                    Some(e) if r.min >= 2 => power(e, r.min),
+                    _ => None,
+                };
+                let exact = match (&power, r.max) {
+                    _ if once => sub.exact.clone(),
+                    (Some(p), Some(max)) if max == r.min && !p.truncated => Some(p.set.clone()),
+                    _ => None,
+                };
+                let mut required = requirements(sub);
+                required.extend(power.map(|p| p.set));
                 Info {
-                    exact: if once { sub.exact.clone() } else { None },
-                    required: requirements(sub),
+                    exact,
+                    required: requirements(Info {
+                        exact: None,
+                        required,
+                    }),
                 }
             }
         }
         HirKind::Concat(subs) => concat(subs),
         HirKind::Alternation(subs) => alternation(subs),
     }
+}
+
+/// A product of `n` strings of a set, or (when that grows past `MAX_REQUIRED`) the first
+/// `POWER_PREFIX` bytes of each: a match contains the whole product, so also its prefix.
+struct Power {
+    set: Set,
+    /// Whether literals were cut to their prefix (the set is then no exact language).
+    truncated: bool,
+}
+
+/// Prefix length products are cut to when they grow too many (the prefilter's scan keys on
+/// four bytes; longer literals gain little).
+const POWER_PREFIX: usize = 4;
+
+fn power(set: &Set, n: u32) -> Option<Power> {
+    if set.is_empty() || set.iter().any(Vec::is_empty) {
+        return None;
+    }
+    let mut acc = Power {
+        set: set.clone(),
+        truncated: false,
+    };
+    for _ in 1..n {
+        if acc.set.iter().all(|l| l.len() >= POWER_PREFIX) {
+            // Cut or not, longer products only add bytes the scan does not key on.
+            acc.truncated = true;
+            break;
+        }
+        let mut next = Vec::with_capacity(acc.set.len() * set.len());
+        for a in &acc.set {
+            for b in set {
+                let mut s = a.clone();
+                s.extend_from_slice(b);
+                next.push(s);
+            }
+        }
+        let mut next = normalize(next);
+        let mut truncated = acc.truncated;
+        if next.len() > MAX_REQUIRED {
+            next.iter_mut().for_each(|l| l.truncate(POWER_PREFIX));
+            next = normalize(next);
+            truncated = true;
+        }
+        if next.len() > MAX_REQUIRED {
+            // `acc` holds fewer than `n` factors: still required, no longer exact.
+            acc.truncated = true;
+            break;
+        }
+        acc = Power {
+            set: next,
+            truncated,
+        };
+    }
+    Some(acc)
 }
 
 fn exact(set: Set) -> Info {
@@ -274,6 +344,76 @@ mod tests {
         );
         // A branch with no requirement leaves the alternation none.
         assert!(all_sets("(?s-u)(?:id=|x*)").is_empty());
+    }
+
+    #[test]
+    fn repetitions_require_their_product() {
+        // 930110: two dots in a row, not just one.
+        assert_eq!(
+            lits("(?:^|[/;\\x5c])\\.{2,3}[/;\\x5c]"),
+            Some(vec!["..".into()])
+        );
+        // An exact count stays an exact language and multiplies on through the concatenation.
+        assert_eq!(
+            lits("(?s-u)(?:ab|c){2}d"),
+            Some(
+                vec!["ababd", "abcd", "cabd", "ccd"]
+                    .into_iter()
+                    .map(String::from)
+                    .collect()
+            )
+        );
+        // Too many products (17 x 17): cut to four-byte prefixes, which every match still
+        // contains; a cut product is no exact language, so nothing is appended to it.
+        let units: Vec<String> = (b'0'..=b'9')
+            .chain(b'A'..=b'G')
+            .map(|c| format!("%u{}", c as char))
+            .collect();
+        let alternation = units.join("|");
+        let prefixes: Vec<String> = units
+            .iter()
+            .map(|u| format!("{}%", u.to_lowercase()))
+            .collect();
+        assert_eq!(
+            lits(&format!("(?s-u)(?:{alternation}){{2,}}/")),
+            Some(prefixes.clone())
+        );
+        let sets = all_sets(&format!("(?s-u)(?:{alternation}){{2}}x"));
+        assert!(sets.contains(&prefixes), "{sets:?}");
+        assert!(
+            sets.iter().flatten().all(|l| l == "x" || !l.ends_with('x')),
+            "{sets:?}"
+        );
+        // `x{1,}` and `x{0,n}` are unchanged: one `x`, or nothing.
+        assert_eq!(lits("(?s-u)(?:ab){1,3}"), Some(vec!["ab".into()]));
+        assert_eq!(lits("(?s-u)(?:ab){0,3}"), None);
+    }
+
+    /// Every literal of a repetition's product occurs in a string the regex matches.
+    #[test]
+    fn repetition_products_occur_in_matches() {
+        let re = regex::bytes::Regex::new("(?i)(?:\\.|\\?\\.?|%2e|0x2e){2,3}[/\\x5c]")
+            .expect("compiles");
+        let sets = required_sets(re.as_str());
+        assert!(!sets.is_empty());
+        for hay in [
+            &b"..\\"[..],
+            b"x?./",
+            b"%2E0x2e/",
+            b"..?/",
+            b"?.?./",
+            b"0X2E%2e.\\",
+        ] {
+            assert!(re.is_match(hay), "{hay:?}");
+            let lower = hay.to_ascii_lowercase();
+            for set in &sets {
+                assert!(
+                    set.iter()
+                        .any(|l| lower.windows(l.len()).any(|w| w == &l[..])),
+                    "{hay:?} lacks every literal of {set:?}"
+                );
+            }
+        }
     }
 
     #[test]
