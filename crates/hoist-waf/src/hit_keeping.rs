@@ -16,7 +16,11 @@ impl Transform {
     /// intermediate value differs from the original in case only and the answer computed on
     /// the original holds at every step: the whole chain keeps the original's hits.
     pub fn keeps_prefilter_hits(self, input: &[u8]) -> bool {
-        matches!(self, Transform::Lowercase | Transform::Uppercase) || self.is_noop_for(input)
+        match self {
+            Transform::Lowercase | Transform::Uppercase => true,
+            Transform::CmdLine => cmd_line_changes_case_only(input),
+            t => t.is_noop_for(input),
+        }
     }
 
     /// Bit `t as usize` set for each transformation that keeps the prefilter hits of `input`
@@ -34,6 +38,7 @@ impl Transform {
                 (b'/', b'/') => SLASH_SLASH,
                 (b'/', b'*') => SLASH_STAR,
                 (b' ', b' ') => SPACE_SPACE,
+                (b' ', b'/' | b'(') => SPACE_CUT,
                 _ => 0,
             };
             prev = b;
@@ -61,11 +66,26 @@ impl Transform {
         mask |= kept(RemoveCommentsChar, COMMENT_CHAR);
         mask |= kept(NormalisePath, DOT | SLASH_SLASH);
         mask |= kept(NormalisePathWin, DOT | BACKSLASH | SLASH_SLASH);
+        mask |= kept(
+            CmdLine,
+            BACKSLASH | CMD_LINE_CHAR | OTHER_SPACE | SPACE_SPACE | SPACE_CUT,
+        );
         if !ends_in_space {
             mask |= Trim.bit() | TrimLeft.bit() | TrimRight.bit();
         }
         mask
     }
+}
+
+/// Whether `cmdLine` only lowercases `input`: it deletes `\ " ' ^`, turns `,` `;` and other
+/// whitespace into a space, collapses spaces and drops a space before `/` or `(`, and none of
+/// that applies. Looks at no letter, so it holds for every case variant of `input` too.
+fn cmd_line_changes_case_only(input: &[u8]) -> bool {
+    !input.iter().any(|&b| {
+        matches!(b, b'\\' | b'"' | b'\'' | b'^' | b',' | b';') || (is_space(b) && b != b' ')
+    }) && !input
+        .windows(2)
+        .any(|w| matches!(w, [b' ', b' ' | b'/' | b'(']))
 }
 
 // What `hit_keeping_mask` notes about a value's bytes.
@@ -84,6 +104,10 @@ const DOT: u16 = 1 << 9;
 const SLASH_SLASH: u16 = 1 << 10;
 const SLASH_STAR: u16 = 1 << 11;
 const SPACE_SPACE: u16 = 1 << 12;
+/// `"`, `'`, `^`, `,` or `;`: bytes `cmdLine` deletes or turns into a space.
+const CMD_LINE_CHAR: u16 = 1 << 13;
+/// A space before `/` or `(`, which `cmdLine` deletes.
+const SPACE_CUT: u16 = 1 << 14;
 
 const BYTE_CLASS: [u16; 256] = {
     let mut t = [0u16; 256];
@@ -120,6 +144,9 @@ const BYTE_CLASS: [u16; 256] = {
         }
         if c == b'.' {
             f |= DOT;
+        }
+        if matches!(c, b'"' | b'\'' | b'^' | b',' | b';') {
+            f |= CMD_LINE_CHAR;
         }
         t[b] = f;
         b += 1;

@@ -237,7 +237,7 @@ const EVERY_TRANSFORM: &[&str] = &[
 
 /// Every string of up to three bytes over the bytes the no-op checks look at, plus letters.
 fn small_inputs() -> Vec<Vec<u8>> {
-    let alphabet = b"%+&\\\x00 \t\xa0\xc3/*-#.aZ";
+    let alphabet = b"%+&\\\x00 \t\xa0\xc3/*-#.aZ\"'^,;(";
     let mut out = vec![Vec::new()];
     let mut last = vec![Vec::new()];
     for _ in 0..3 {
@@ -271,6 +271,22 @@ fn hit_keeping_mask_matches_each_transformation() {
     }
 }
 
+/// What "keeps the prefilter hits" promises: the output is the input but for ASCII case.
+#[test]
+fn kept_means_changed_in_case_only() {
+    for input in small_inputs() {
+        for name in EVERY_TRANSFORM {
+            let t = Transform::parse(name).unwrap().unwrap();
+            if t.keeps_prefilter_hits(&input) {
+                assert!(
+                    t.apply(&input).eq_ignore_ascii_case(&input),
+                    "{name} on {input:?}"
+                );
+            }
+        }
+    }
+}
+
 /// What makes the mask sound along a chain: whether a transformation is a no-op does not
 /// depend on ASCII case (the case transformations aside), so it holds for every value a
 /// chain of kept steps produces from the original.
@@ -286,6 +302,11 @@ fn no_op_checks_ignore_ascii_case() {
                 assert_eq!(
                     t.is_noop_for(&input),
                     t.is_noop_for(&changed),
+                    "{name} on {input:?}"
+                );
+                assert_eq!(
+                    t.keeps_prefilter_hits(&input),
+                    t.keeps_prefilter_hits(&changed),
                     "{name} on {input:?}"
                 );
             }
