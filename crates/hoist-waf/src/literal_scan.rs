@@ -14,6 +14,10 @@
 
 /// log2 of the bits in the four-byte filter: 16 KB, about 1 % full with CRS's literals.
 const QUAD_FILTER_LOG2: u32 = 17;
+/// u64 words of the four-byte filter.
+const QUAD_WORDS: usize = 1 << (QUAD_FILTER_LOG2 - 6);
+/// u64 words of the two-byte filter: a bit per two-byte value.
+const PAIR_WORDS: usize = 1 << (16 - 6);
 
 /// A literal that occurs is reported at every position it starts at (as Aho-Corasick's
 /// overlapping search would); ids are indexes into the slice `new` was given.
@@ -24,11 +28,11 @@ pub(crate) struct LiteralScan {
     /// Literals of four or more bytes, by their first four.
     quads: Table,
     /// Bit `hash(first four bytes) >> (32 - QUAD_FILTER_LOG2)` set for each key of `quads`.
-    quad_filter: Vec<u64>,
+    quad_filter: Box<[u64; QUAD_WORDS]>,
     /// Literals of two or three bytes, by their first two.
     pairs: Table,
     /// Bit `first two bytes as u16` set for each key of `pairs`.
-    pair_filter: Vec<u64>,
+    pair_filter: Box<[u64; PAIR_WORDS]>,
     /// One-byte literals: (byte, id), sorted; `single_filter` has a bit per byte.
     singles: Vec<(u8, u32)>,
     single_filter: [u64; 4],
@@ -110,8 +114,8 @@ impl LiteralScan {
         let literals: Vec<Vec<u8>> = literals.iter().map(|l| l.to_ascii_lowercase()).collect();
         let mut quads = std::collections::BTreeMap::<u32, Vec<u32>>::new();
         let mut pairs = std::collections::BTreeMap::<u32, Vec<u32>>::new();
-        let mut quad_filter = vec![0u64; 1 << (QUAD_FILTER_LOG2 - 6)];
-        let mut pair_filter = vec![0u64; 1 << (16 - 6)];
+        let mut quad_filter = Box::new([0u64; QUAD_WORDS]);
+        let mut pair_filter = Box::new([0u64; PAIR_WORDS]);
         let mut singles = Vec::new();
         let mut single_filter = [0u64; 4];
         let mut empty = Vec::new();
@@ -126,13 +130,13 @@ impl LiteralScan {
                 [a, b] | [a, b, _] => {
                     let key = u32::from(u16::from_le_bytes([a, b]));
                     pairs.entry(key).or_default().push(id);
-                    set_bit(&mut pair_filter, key as usize);
+                    set_bit(&mut pair_filter[..], key as usize);
                 }
                 [a, b, c, d, ..] => {
                     let key = u32::from_le_bytes([a, b, c, d]);
                     quads.entry(key).or_default().push(id);
                     set_bit(
-                        &mut quad_filter,
+                        &mut quad_filter[..],
                         (hash(key) >> (32 - QUAD_FILTER_LOG2)) as usize,
                     );
                 }
@@ -156,7 +160,7 @@ impl LiteralScan {
     pub fn scan(&self, value: &[u8], mut found: impl FnMut(u32)) {
         self.empty.iter().for_each(|&id| found(id));
         // The value lowercased, with three bytes of padding so that every position can be
-        // read as four bytes; a key that reaches into the padding is never looked up.
+        // read as four bytes.
         let mut stack = [0u8; 1024];
         let mut heap = Vec::new();
         let lower = match stack.get_mut(..value.len() + 3) {
@@ -171,46 +175,54 @@ impl LiteralScan {
         }
         let lower = &*lower;
         let n = value.len();
+        if self.single_filter != [0; 4] {
+            for &b in lower.get(..n).unwrap_or(&[]) {
+                if has_bit(&self.single_filter, usize::from(b)) {
+                    self.found_single(b, &mut found);
+                }
+            }
+        }
+        // One window per position. Keys that reach into the padding are looked up too (no
+        // branch here); the checks behind the filters reject what would not fit.
         for (i, w) in lower.windows(4).enumerate() {
             let &[a, b, c, d] = w else { break };
-            if self.single_filter != [0; 4] && has_bit(&self.single_filter, usize::from(a)) {
-                self.found_single(a, &mut found);
-            }
-            if i + 2 > n {
-                break;
-            }
-            let pair = u32::from(u16::from_le_bytes([a, b]));
-            if has_bit(&self.pair_filter, pair as usize) {
-                for &id in self.pairs.get(pair) {
-                    // The key is the literal's first two bytes; a third must follow.
-                    let ok = match self.literals.get(id as usize).map(Vec::as_slice) {
-                        Some([_, _]) => true,
-                        Some([_, _, z]) => i + 3 <= n && c == *z,
-                        _ => false,
-                    };
-                    if ok {
-                        found(id);
-                    }
-                }
-            }
-            if i + 4 > n {
-                continue;
+            let pair = u16::from_le_bytes([a, b]);
+            if self.pair_filter[usize::from(pair) / 64 % PAIR_WORDS] & (1 << (pair % 64)) != 0 {
+                self.found_pair(u32::from(pair), c, n - i, &mut found);
             }
             let quad = u32::from_le_bytes([a, b, c, d]);
-            if has_bit(
-                &self.quad_filter,
-                (hash(quad) >> (32 - QUAD_FILTER_LOG2)) as usize,
-            ) {
-                for &id in self.quads.get(quad) {
-                    // The key is the literal's first four bytes; compare the rest.
-                    let rest = self.literals.get(id as usize).and_then(|l| l.get(4..));
-                    let here = rest.and_then(|r| lower.get(i + 4..i + 4 + r.len()));
-                    if let (Some(rest), Some(here)) = (rest, here) {
-                        if i + 4 + rest.len() <= n && rest == here {
-                            found(id);
-                        }
-                    }
-                }
+            let bit = (hash(quad) >> (32 - QUAD_FILTER_LOG2)) as usize;
+            if self.quad_filter[bit / 64 % QUAD_WORDS] & (1 << (bit % 64)) != 0 {
+                self.found_quad(quad, lower.get(i + 4..n).unwrap_or(&[]), n - i, &mut found);
+            }
+        }
+    }
+
+    /// The literals of two or three bytes at a position whose first two bytes are `pair`,
+    /// followed by `third`, with `left` bytes of the value from the position on.
+    fn found_pair(&self, pair: u32, third: u8, left: usize, found: &mut impl FnMut(u32)) {
+        for &id in self.pairs.get(pair) {
+            let ok = match self.literals.get(id as usize).map(Vec::as_slice) {
+                Some([_, _]) => left >= 2,
+                Some([_, _, z]) => left >= 3 && third == *z,
+                _ => false,
+            };
+            if ok {
+                found(id);
+            }
+        }
+    }
+
+    /// The literals of four or more bytes at a position whose first four bytes are `quad`;
+    /// `after` is the value after those four bytes.
+    fn found_quad(&self, quad: u32, after: &[u8], left: usize, found: &mut impl FnMut(u32)) {
+        if left < 4 {
+            return;
+        }
+        for &id in self.quads.get(quad) {
+            let rest = self.literals.get(id as usize).and_then(|l| l.get(4..));
+            if rest.is_some_and(|r| after.starts_with(r)) {
+                found(id);
             }
         }
     }
