@@ -54,6 +54,28 @@ fn rx_is_dotall_bytewise_and_captures() {
     assert!(!o.evaluate(b"xyz", &Env, Some(&mut caps)));
 }
 
+/// `^.*$` is answered without a regex: the same answer and TX.0 as the DOTALL regex.
+#[test]
+fn rx_match_everything_captures_the_whole_value() {
+    let (whole, _) = op("@rx ^.*$");
+    let (regex, _) = op("@rx ^(?:.*)$");
+    for input in [
+        &b""[..],
+        b"host",
+        b"x-forwarded-for",
+        b"a\nb",
+        b"\n",
+        b"\xff\x00 z",
+    ] {
+        let (mut a, mut b) = (Vec::new(), Vec::new());
+        assert!(whole.evaluate(input, &Env, Some(&mut a)), "{input:?}");
+        assert!(regex.evaluate(input, &Env, Some(&mut b)), "{input:?}");
+        assert_eq!(a, vec![input.to_vec()], "{input:?}");
+        assert_eq!(a, b, "{input:?}");
+    }
+    assert!(!hit("!@rx ^.*$", b"anything"));
+}
+
 #[test]
 fn rx_falls_back_for_lookaround() {
     assert!(hit("@rx a(?=b)", b"ab"));
