@@ -96,6 +96,8 @@ pub struct RuleSet {
     pub(crate) prefilter: Option<Prefilter>,
     /// The (target, chain) pairs rules are gated on, indexed by gate id.
     pub(crate) gates: Vec<crate::gates::GateDef>,
+    /// Per gate id, what its union's computation reads first (see `GateKey`).
+    pub(crate) gate_keys: Vec<crate::gates::GateKey>,
     /// The phase loop's packed view of `phases` (see `heads`).
     pub(crate) heads: Heads,
     /// Worked out on the first transaction (it runs rules on a probe transaction).
@@ -176,6 +178,7 @@ impl RuleSet {
             }
         }
         self.gates = gates.into_defs();
+        self.gate_keys = crate::gates::GateKey::of(&self.gates, &self.chains);
     }
 
     fn resolve_skip_after(&mut self) {
@@ -271,6 +274,7 @@ impl Builder {
             chains: Chains::default(),
             prefilter: None,
             gates: Vec::new(),
+            gate_keys: Vec::new(),
             heads: Heads::default(),
             constant_plan: OnceLock::new(),
             scratch: Default::default(),
