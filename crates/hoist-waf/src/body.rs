@@ -4,6 +4,8 @@
 use crate::decode::url_decode;
 
 pub type Pairs = Vec<(String, Vec<u8>)>;
+/// A borrowed list of pairs.
+pub type PairSlice = [(String, Vec<u8>)];
 
 /// `a=1&b=2`, names and values URL-decoded (`+` is a space) as ModSecurity does.
 /// Appends `name=value` pairs to `out` while it holds fewer than `limit`; returns false when

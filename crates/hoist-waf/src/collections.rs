@@ -1,7 +1,7 @@
 //! Variable extraction: a rule target → the (name, value) items it inspects, with selectors
 //! and exclusions applied. Values are borrowed from the transaction wherever possible.
 
-use crate::body::Pairs;
+use crate::body::PairSlice;
 use crate::transaction::Transaction;
 use crate::values::{scalar_slot, Slot};
 use crate::variables::{Exclusion, Selector, Target, VarName};
@@ -24,18 +24,13 @@ pub struct Item<'a> {
 
 impl Item<'_> {
     /// `ARGS:foo` or `REQUEST_URI`, as MATCHED_VAR_NAME and log lines show it.
-    pub fn name(&self) -> String {
-        if self.key.is_empty() && !is_collection(self.var) {
-            self.var.as_str().to_string()
-        } else {
-            // Not format!: this runs for every matching value, and the formatting machinery
-            // cost more than the match.
-            let var = self.var.as_str();
-            let mut name = String::with_capacity(var.len() + 1 + self.key.len());
-            name.push_str(var);
-            name.push(':');
-            name.push_str(&self.key);
-            name
+    /// Appends the item's name (`VAR` or `VAR:key`) to `out`. Not format!: this runs for
+    /// every matching value, and the formatting machinery cost more than the match.
+    pub fn write_name(&self, out: &mut String) {
+        out.push_str(self.var.as_str());
+        if !self.key.is_empty() || is_collection(self.var) {
+            out.push(':');
+            out.push_str(&self.key);
         }
     }
 }
@@ -85,9 +80,9 @@ fn member_slot(code: u8, names: bool, index: usize) -> Option<Slot> {
 impl Transaction {
     /// The collections behind `var`, each with its cache list number (see [`Slot`]): lists
     /// that are only appended to have one; MATCHED_VARS, rewritten per rule, has none.
-    fn pairs(&self, var: VarName) -> [(&Pairs, Option<u8>); 2] {
+    fn pairs(&self, var: VarName) -> [(&PairSlice, Option<u8>); 2] {
         use VarName::*;
-        let none = (&self.empty, None);
+        let none: (&PairSlice, Option<u8>) = (&self.empty, None);
         match var {
             Args | ArgsNames => [(&self.args_get, Some(0)), (&self.args_post, Some(1))],
             ArgsGet | ArgsGetNames => [(&self.args_get, Some(0)), none],
@@ -97,7 +92,7 @@ impl Transaction {
             ResponseHeaders | ResponseHeadersNames => [(&self.response_headers, Some(4)), none],
             Files | FilesNames => [(&self.files, Some(5)), none],
             MultipartPartHeaders => [(&self.multipart_part_headers, Some(6)), none],
-            MatchedVars | MatchedVarsNames => [(&self.matched_vars, None), none],
+            MatchedVars | MatchedVarsNames => [(self.matched_vars.as_slice(), None), none],
             _ => [none, none],
         }
     }

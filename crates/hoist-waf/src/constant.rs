@@ -132,7 +132,7 @@ impl ConstantPlan {
                 decisions[p][index] = if !probe.evaluate(rule, rule) {
                     Decision::NoMatch
                 } else if rule.chained.is_none() && !rule.actions.capture {
-                    Decision::Match(probe.matched_vars.clone())
+                    Decision::Match(probe.matched_vars.to_pairs())
                 } else {
                     Decision::Undecided
                 };
@@ -201,7 +201,7 @@ fn run_block(probe: &mut Transaction, rules: &RuleSet) -> Option<Block> {
         resume: at,
         tx: probe.tx.clone(),
         matched: probe.matched.clone(),
-        matched_vars: (!probe.matched.is_empty()).then(|| probe.matched_vars.clone()),
+        matched_vars: (!probe.matched.is_empty()).then(|| probe.matched_vars.to_pairs()),
         last_rule_id: probe.current_rule_id,
     })
 }

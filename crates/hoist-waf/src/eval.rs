@@ -7,8 +7,9 @@ use crate::constant::{Block, ConstantPlan, Decision};
 use crate::heads::{tag_bit, Head};
 use crate::macros::Macro;
 use crate::operators::{atoi, Expand};
+use crate::pair_list::PairList;
 use crate::rules::{Entry, Rule, RuleSet};
-use crate::transaction::{Hit, Interruption, MatchedRule, RemovedTarget, Transaction};
+use crate::transaction::{Interruption, MatchedRule, RemovedTarget, Transaction};
 use crate::variables::Exclusion;
 use smallvec::SmallVec;
 use std::borrow::Cow;
@@ -195,11 +196,16 @@ impl Transaction {
         exclusions.extend(removed_targets_of(&self.removed_targets, head));
         // Moved out so the cache can grow while items borrow the transaction.
         let cache = self.values.take().unwrap_or_default();
+        let mut hits = std::mem::take(&mut self.hits);
+        hits.clear();
+        let mut hit_captures = std::mem::take(&mut self.hit_captures);
+        hit_captures.clear();
         let rules = &self.rules;
         let mut state = ItemState {
             cache,
             captures: Vec::new(),
-            matched: Vec::new(),
+            hits: &mut hits,
+            hit_captures: &mut hit_captures,
             prefilter: rule
                 .prefilter_slot
                 .and_then(|slot| Some((slot, rules.prefilter()?))),
@@ -221,22 +227,24 @@ impl Transaction {
             }
         }
         drop(exclusions);
-        let ItemState { cache, matched, .. } = state;
-        self.values = Some(cache);
-        if matched.is_empty() {
-            return false;
+        self.values = Some(state.cache);
+        let matched = !hits.is_empty();
+        if matched {
+            self.record_matches(rule, &hits, &mut hit_captures);
         }
-        self.record_matches(rule, matched);
-        true
+        self.hits = hits;
+        self.hit_captures = hit_captures;
+        matched
     }
 
     /// Transforms one item along the rule's chain (through the cache when the value is
-    /// stable) and runs the operator on it; a match is added to `state.matched`.
+    /// stable) and runs the operator on it; a match is added to `state.hits`.
     fn evaluate_item(&self, rule: &Rule, item: &Item<'_>, state: &mut ItemState<'_>) {
         let ItemState {
             cache,
             captures,
-            matched,
+            hits,
+            hit_captures,
             prefilter,
             chain_mask,
         } = state;
@@ -316,18 +324,22 @@ impl Transaction {
         }
         if hit {
             let caps = (want_captures && !captures.is_empty()).then(|| std::mem::take(captures));
-            matched.push((item.name(), value.into_owned(), caps));
+            hits.push_with(|name| item.write_name(name), &value);
+            hit_captures.push(caps);
         }
     }
 
     /// ModSecurity runs a rule's non-disruptive actions once per matching variable, with
     /// MATCHED_VAR and TX.0.. of that variable: CRS builds per-header TX keys this way.
-    fn record_matches(&mut self, rule: &Rule, matched: impl IntoIterator<Item = Hit>) {
-        // The list is rewritten rather than replaced: a decided match (`record_decided`)
-        // then copies into buffers that are already there.
-        let mut count = 0;
-        for (name, value, caps) in matched {
-            if let Some(caps) = caps {
+    fn record_matches(
+        &mut self,
+        rule: &Rule,
+        hits: &PairList,
+        captures: &mut [Option<Vec<Vec<u8>>>],
+    ) {
+        self.matched_vars.clear();
+        for (i, (name, value)) in hits.as_slice().iter().enumerate() {
+            if let Some(caps) = captures.get_mut(i).and_then(Option::take) {
                 for (i, c) in caps.into_iter().enumerate() {
                     match CAPTURE_NAMES.get(i) {
                         Some(name) => self.set_tx(name, &c),
@@ -337,15 +349,10 @@ impl Transaction {
                     }
                 }
             }
-            self.put_matched_var(count, &name, &value);
-            count += 1;
-            self.matched_vars.truncate(count);
+            self.matched_vars.push(name, value);
             for effect in &rule.actions.effects {
                 self.apply_effect(effect);
             }
-        }
-        if count == 0 {
-            self.matched_vars.clear();
         }
     }
 
@@ -359,31 +366,15 @@ impl Transaction {
                 self.apply_effect(effect);
             }
         } else {
-            let hits = vars.iter().map(|(n, v)| (n.clone(), v.clone(), None));
-            self.record_matches(rule, hits);
+            let mut hits = PairList::default();
+            hits.assign(vars);
+            self.record_matches(rule, &hits, &mut []);
         }
     }
 
-    /// MATCHED_VARS := `vars`, into the buffers already there (a tuple's `clone_from`
-    /// would allocate afresh).
+    /// MATCHED_VARS := `vars`, into the buffers already there.
     pub(crate) fn copy_matched_vars(&mut self, vars: &crate::body::Pairs) {
-        self.matched_vars.truncate(vars.len());
-        for (i, (name, value)) in vars.iter().enumerate() {
-            self.put_matched_var(i, name, value);
-        }
-    }
-
-    /// MATCHED_VARS entry `i` := (`name`, `value`), into its buffers when it has one.
-    fn put_matched_var(&mut self, i: usize, name: &str, value: &[u8]) {
-        match self.matched_vars.get_mut(i) {
-            Some((n, v)) => {
-                n.clear();
-                n.push_str(name);
-                v.clear();
-                v.extend_from_slice(value);
-            }
-            None => self.matched_vars.push((name.to_string(), value.to_vec())),
-        }
+        self.matched_vars.assign(vars);
     }
 
     /// Transforms a value that has no cache slot (TX, MATCHED_VAR, counts) or for a
@@ -617,8 +608,9 @@ struct ItemState<'r> {
     /// The transaction's value cache, moved out while items borrow the transaction.
     cache: Box<crate::values::ValueCache>,
     captures: Vec<Vec<u8>>,
-    /// (name, transformed value, captures) per matching item.
-    matched: Vec<Hit>,
+    /// (name, transformed value) per matching item, and its captures.
+    hits: &'r mut PairList,
+    hit_captures: &'r mut Vec<Option<Vec<Vec<u8>>>>,
     /// The rule's prefilter slot and the prefilter, when it has one.
     prefilter: Option<(u32, &'r crate::prefilter::Prefilter)>,
     /// `Chains::mask` of the rule's chain.

@@ -32,6 +32,7 @@ mod literals;
 mod log;
 pub mod macros;
 pub mod operators;
+mod pair_list;
 pub mod parser;
 mod prefilter;
 pub mod rules;

@@ -13,8 +13,8 @@
 //! own variables are dropped, the block's overwrite the buffers of the same name), instead
 //! of allocating every name and value again. It is never read before that.
 
-use crate::body::Pairs;
 use crate::gates::GateCache;
+use crate::pair_list::PairList;
 use crate::transaction::TxMap;
 use crate::values::ValueCache;
 use std::sync::Mutex;
@@ -41,7 +41,9 @@ pub(crate) struct Scratch {
     /// block's (`Transaction::replay`).
     pub last_tx: TxMap,
     /// MATCHED_VARS' list, whose buffers `record_matches` rewrites.
-    pub matched_vars: Pairs,
+    pub matched_vars: PairList,
+    /// The variables a rule matched, before its actions run (`Transaction::hits`).
+    pub hits: PairList,
 }
 
 impl Scratch {
@@ -51,7 +53,8 @@ impl Scratch {
             gate_cache: GateCache::default(),
             tx: TxMap::with_capacity_and_hasher(TX_CAPACITY, Default::default()),
             last_tx: TxMap::with_capacity_and_hasher(TX_CAPACITY, Default::default()),
-            matched_vars: Pairs::new(),
+            matched_vars: PairList::default(),
+            hits: PairList::default(),
         }
     }
 }
@@ -74,12 +77,16 @@ impl ScratchPool {
             || s.tx.capacity() > 8 * TX_CAPACITY
             || s.last_tx.capacity() > 8 * TX_CAPACITY
             || s.matched_vars.capacity() > MAX_MATCHED_VARS
+            || s.hits.capacity() > MAX_MATCHED_VARS
         {
             return;
         }
         s.values.clear();
         s.gate_cache.changed();
         s.tx.clear();
+        // A new transaction starts with no MATCHED_VARS (the buffers stay).
+        s.matched_vars.clear();
+        s.hits.clear();
         if let Ok(mut free) = self.free.lock() {
             if free.len() < MAX_POOLED {
                 free.push(s);

@@ -6,6 +6,7 @@ use crate::body::{self, Pairs, Xml};
 use crate::collections::{XML_ATTRIBUTES_LIST, XML_TEXTS_LIST};
 use crate::macros::{Macro, Part};
 use crate::operators::Expand;
+use crate::pair_list::PairList;
 use crate::rules::RuleSet;
 use crate::values::{scalar_slot, ValueCache};
 use crate::variables::Exclusion;
@@ -39,9 +40,6 @@ pub struct MatchedRule {
     pub tags: Vec<String>,
     pub log_line: String,
 }
-
-/// A matching item: its name, transformed value and the captures it produced.
-pub(crate) type Hit = (String, Vec<u8>, Option<Vec<Vec<u8>>>);
 
 pub(crate) enum RemovedTarget {
     Ids(IdRanges, Exclusion),
@@ -93,7 +91,11 @@ pub struct Transaction {
     pub(crate) response_body: Vec<u8>,
     /// MATCHED_VARS of the last rule that matched; its last member is MATCHED_VAR (while a
     /// rule's actions run per matching variable, the variable they run for).
-    pub(crate) matched_vars: Pairs,
+    pub(crate) matched_vars: PairList,
+    /// The variables the rule being evaluated matched (name, transformed value), and per
+    /// match the captures it produced; kept from rule to rule for their buffers.
+    pub(crate) hits: PairList,
+    pub(crate) hit_captures: Vec<Option<Vec<Vec<u8>>>>,
     pub(crate) current_rule_id: i64,
     pub(crate) empty: Pairs,
     pub(crate) removed_ids: IdRanges,
@@ -175,6 +177,7 @@ impl Drop for Transaction {
                 tx: last_tx,
                 last_tx: std::mem::take(&mut self.tx),
                 matched_vars: std::mem::take(&mut self.matched_vars),
+                hits: std::mem::take(&mut self.hits),
             });
         }
     }
@@ -219,6 +222,8 @@ impl Transaction {
             response_headers: Vec::new(),
             response_body: Vec::new(),
             matched_vars: scratch.matched_vars,
+            hits: scratch.hits,
+            hit_captures: Vec::new(),
             current_rule_id: 0,
             empty: Vec::new(),
             removed_ids: Vec::new(),

@@ -332,3 +332,25 @@ SecRule &TX:seen "@eq 0" "id:2,phase:1,pass,nolog,setvar:tx.unseen=1"
         assert_eq!(tx_var(&tx, "unseen").as_deref(), Some("1"));
     }
 }
+
+#[test]
+fn matched_vars_start_empty_and_list_each_match_of_the_last_rule() {
+    // Rule 1 matches two arguments; rule 2 sees both as MATCHED_VARS. A transaction
+    // dropped and followed by another on the same rule set (its buffers are reused) must
+    // start with no MATCHED_VAR: rule 3 runs before anything matched.
+    let r = rules(
+        r#"
+SecRule MATCHED_VAR "@rx ." "id:3,phase:1,pass,nolog,setvar:tx.stale=%{matched_var}"
+SecRule ARGS "@rx ^x" "id:1,phase:2,pass,nolog,setvar:tx.last=%{matched_var_name}"
+SecRule &MATCHED_VARS "@eq 2" "id:2,phase:2,pass,nolog,setvar:tx.both=1"
+"#,
+    );
+    let tx = get(&r, "/?a=x1&b=x2&c=y");
+    assert_eq!(tx_var(&tx, "last").as_deref(), Some("ARGS:b"));
+    assert_eq!(tx_var(&tx, "both").as_deref(), Some("1"));
+    assert_eq!(tx_var(&tx, "stale"), None);
+    drop(tx);
+    let tx = get(&r, "/?a=x1&b=x2&c=y");
+    assert_eq!(tx_var(&tx, "stale"), None);
+    assert_eq!(tx_var(&tx, "both").as_deref(), Some("1"));
+}
