@@ -37,6 +37,7 @@ pub mod parser;
 mod prefilter;
 pub mod rules;
 mod scratch;
+mod sqli;
 mod transaction;
 pub mod transforms;
 mod values;

@@ -1,0 +1,537 @@
+//! libinjection's folding: the token stream boiled down to at most five tokens, whose kinds
+//! are the fingerprint.
+//!
+//! Folding reads tokens into a small window and rewrites it: `1 + 1` becomes `1`, `( (`
+//! becomes `(`, `NOT IN` one keyword, `- 1` after a keyword `1`, and so on; comments are set
+//! aside (only a trailing one counts). The rules look at two tokens (`two_token_rule`), and
+//! when none applies at three (`three_token_rule`); when none applies either, the window
+//! moves one token right. Many rules restart from the window's start, so earlier tokens can
+//! fold with what a later rule produced.
+//!
+//! The window's state is libinjection's: `pos` (where the next token goes) and `left` (how
+//! many tokens are settled). Some rules assume `pos == left + 2` (or `+ 3`) and simply drop
+//! the window's last tokens; after a restart that is not always so, and libinjection's
+//! fingerprints depend on it, so the bookkeeping here is exactly theirs (libinjectionrs's, where
+//! it differs from C: the `, - 1` rule backs up three tokens, not to `pos - 3`).
+
+use super::token::{kind, Token, MAX_TEXT};
+use super::tokenizer::{Context, Tokenizer};
+
+/// libinjection keeps five folded tokens; reading sometimes looks at a sixth.
+pub(super) const MAX_TOKENS: usize = 5;
+const SLOTS: usize = MAX_TOKENS + 3;
+
+/// What folding produced for one pass over the input.
+pub(super) struct Folded {
+    /// The folded tokens, a trailing comment included; `tokens[..count]` are valid.
+    pub tokens: [Token; SLOTS],
+    pub count: usize,
+    /// How many tokens the tokenizer produced (comments included): the whitelist reads
+    /// "no folding happened" from it.
+    pub tokens_seen: usize,
+    /// Whether reading the input as MySQL could tell a different story (`#`, `--x` seen).
+    pub wants_mysql: bool,
+}
+
+/// What a rule did to the window.
+enum Flow {
+    /// The window changed: look at it again from the top.
+    Again,
+    /// Nothing (or nothing final) happened: go on to the next stage.
+    Next,
+    /// `{` followed by an empty backticked name: evil, folding stops here.
+    Evil,
+}
+
+struct Folder<'a> {
+    lexer: Tokenizer<'a>,
+    slots: [Token; SLOTS],
+    pos: usize,
+    left: usize,
+    more: bool,
+    seen: usize,
+    /// The last token read, when it was a comment (comments never enter the window).
+    last_comment: Option<Token>,
+}
+
+pub(super) fn fold(input: &[u8], context: Context) -> Folded {
+    let mut f = Folder {
+        lexer: Tokenizer::new(input, context),
+        slots: [Token::NONE; SLOTS],
+        pos: 0,
+        left: 0,
+        more: true,
+        seen: 0,
+        last_comment: None,
+    };
+    f.run()
+}
+
+/// Kinds that may merge into a multi-word keyword (`NOT` `IN`, `UNION` `ALL`, ...): the
+/// first word's, and the second's (which may also be a logic operator, as in `IS NOT`).
+fn merges_first(k: u8) -> bool {
+    matches!(
+        k,
+        kind::KEYWORD
+            | kind::BAREWORD
+            | kind::OPERATOR
+            | kind::UNION
+            | kind::FUNCTION
+            | kind::EXPRESSION
+            | kind::TSQL
+            | kind::SQLTYPE
+    )
+}
+
+fn merges_second(k: u8) -> bool {
+    merges_first(k) || k == kind::LOGIC
+}
+
+/// Words that are functions when `(` follows (T-SQL and MySQL names common enough to be
+/// column names otherwise).
+const FUNCTION_BEFORE_PAREN: [&[u8]; 11] = [
+    b"USER_ID",
+    b"USER_NAME",
+    b"DATABASE",
+    b"PASSWORD",
+    b"USER",
+    b"CURRENT_USER",
+    b"CURRENT_DATE",
+    b"CURRENT_TIME",
+    b"CURRENT_TIMESTAMP",
+    b"LOCALTIME",
+    b"LOCALTIMESTAMP",
+];
+
+/// Operands of the `x op y` and `x, y` folds.
+fn is_value(k: u8) -> bool {
+    matches!(
+        k,
+        kind::BAREWORD | kind::NUMBER | kind::STRING | kind::VARIABLE
+    )
+}
+
+impl Folder<'_> {
+    fn kind(&self, i: usize) -> u8 {
+        self.slots.get(i).map_or(kind::NONE, |t| t.kind)
+    }
+
+    fn token(&self, i: usize) -> Token {
+        self.slots.get(i).copied().unwrap_or(Token::NONE)
+    }
+
+    fn set_kind(&mut self, i: usize, k: u8) {
+        if let Some(t) = self.slots.get_mut(i) {
+            t.kind = k;
+        }
+    }
+
+    fn copy(&mut self, from: usize, to: usize) {
+        let t = self.token(from);
+        if let Some(slot) = self.slots.get_mut(to) {
+            *slot = t;
+        }
+    }
+
+    /// The window's size: `left <= pos` always holds.
+    fn width(&self) -> usize {
+        self.pos.saturating_sub(self.left)
+    }
+
+    /// Reads tokens until the window holds `want` (or the input ends, or six are held).
+    /// Comments are kept aside, not in the window.
+    fn fill(&mut self, want: usize) {
+        while self.more && self.pos <= MAX_TOKENS && self.width() < want {
+            match self.lexer.next_token() {
+                Some(t) => {
+                    self.seen += 1;
+                    if t.kind == kind::COMMENT {
+                        self.last_comment = Some(t);
+                    } else {
+                        self.last_comment = None;
+                        if let Some(slot) = self.slots.get_mut(self.pos) {
+                            *slot = t;
+                        }
+                        self.pos += 1;
+                    }
+                }
+                None => self.more = false,
+            }
+        }
+    }
+
+    fn run(&mut self) -> Folded {
+        // Leading comments, `(`, SQL types and unary operators say nothing: skip them.
+        loop {
+            let Some(t) = self.lexer.next_token() else {
+                return self.finish(0, true);
+            };
+            self.seen += 1;
+            self.slots[0] = t;
+            let skip =
+                matches!(t.kind, kind::COMMENT | kind::LPAREN | kind::SQLTYPE) || t.is_unary();
+            if !skip {
+                break;
+            }
+        }
+        self.pos = 1;
+        loop {
+            if self.pos >= MAX_TOKENS && self.five_token_special() {
+                // `1,(1)` style groups: keep folding from a short window.
+                if self.pos > MAX_TOKENS {
+                    self.copy(MAX_TOKENS, 1);
+                    self.pos = 2;
+                } else {
+                    self.pos = 1;
+                }
+                self.left = 0;
+            }
+            if !self.more || self.left >= MAX_TOKENS {
+                self.left = self.pos;
+                break;
+            }
+            self.fill(2);
+            if self.width() < 2 {
+                self.left = self.pos;
+                continue;
+            }
+            match self.two_token_rule() {
+                Flow::Again => continue,
+                Flow::Evil => {
+                    let count = self.left + 2;
+                    return self.finish_evil(count);
+                }
+                Flow::Next => {}
+            }
+            self.fill(3);
+            if self.width() < 3 {
+                self.left = self.pos;
+                continue;
+            }
+            if let Flow::Again = self.three_token_rule() {
+                continue;
+            }
+            self.left += 1;
+        }
+        let mut count = self.left.min(MAX_TOKENS);
+        // PHP's "magic" backtick comment: an unclosed, empty `` ` `` at the end.
+        if count > 2 {
+            if let Some(t) = self.slots.get_mut(count - 1) {
+                if t.kind == kind::BAREWORD && t.open == b'`' && t.close == 0 && t.len() == 0 {
+                    t.kind = kind::COMMENT;
+                }
+            }
+        }
+        if count < MAX_TOKENS {
+            if let Some(comment) = self.last_comment {
+                self.slots[count] = comment;
+                count += 1;
+            }
+        }
+        self.finish(count, true)
+    }
+
+    fn finish(&self, count: usize, publish_stats: bool) -> Folded {
+        Folded {
+            tokens: self.slots,
+            count,
+            tokens_seen: self.seen,
+            wants_mysql: publish_stats && self.lexer.saw_dialect_comment,
+        }
+    }
+
+    /// libinjectionrs returns from the `{ ``` case before publishing the tokenizer's comment
+    /// statistics: this pass then never asks for a MySQL reading (moot in practice: `X` is
+    /// always blacklisted).
+    fn finish_evil(&self, count: usize) -> Folded {
+        self.finish(count, false)
+    }
+
+    /// Five tokens of the shapes `1 o ( 1 )`, `1 , ( 1 )`, `n o ( n )`, `n o ( 1 )`,
+    /// `1 ) , ( 1` and `n ) o ( n`.
+    fn five_token_special(&self) -> bool {
+        let k: [u8; 5] = std::array::from_fn(|i| self.kind(i));
+        matches!(
+            k,
+            [
+                kind::NUMBER,
+                kind::OPERATOR | kind::COMMA,
+                kind::LPAREN,
+                kind::NUMBER,
+                kind::RPAREN
+            ] | [
+                kind::BAREWORD,
+                kind::OPERATOR,
+                kind::LPAREN,
+                kind::BAREWORD | kind::NUMBER,
+                kind::RPAREN
+            ] | [
+                kind::NUMBER,
+                kind::RPAREN,
+                kind::COMMA,
+                kind::LPAREN,
+                kind::NUMBER
+            ] | [
+                kind::BAREWORD,
+                kind::RPAREN,
+                kind::OPERATOR,
+                kind::LPAREN,
+                kind::BAREWORD
+            ]
+        )
+    }
+
+    /// Drops the window's last `n` tokens.
+    fn drop_last(&mut self, n: usize) {
+        self.pos = self.pos.saturating_sub(n);
+    }
+
+    fn restart(&mut self) {
+        self.left = 0;
+    }
+
+    fn back_one(&mut self) {
+        self.left = self.left.saturating_sub(1);
+    }
+
+    /// The rules on the window's first two tokens `a b`, by `a`'s kind. A rule that applies
+    /// either changes the window (`Again`) or, for `LIKE` and `COLLATE`, adjusts a kind and
+    /// lets the three-token rules look (`Next`).
+    fn two_token_rule(&mut self) -> Flow {
+        let (l, r) = (self.left, self.left + 1);
+        let a = self.token(l);
+        let b = self.token(r);
+        match a.kind {
+            // "foo" "bar" is one string in SQL; `;;` one separator.
+            kind::STRING | kind::SEMICOLON if b.kind == a.kind => {
+                self.drop_last(1);
+                return Flow::Again;
+            }
+            kind::OPERATOR | kind::LOGIC if b.is_unary() || b.kind == kind::SQLTYPE => {
+                self.drop_last(1);
+                self.restart();
+                return Flow::Again;
+            }
+            kind::LPAREN if b.is_unary() => {
+                self.drop_last(1);
+                self.back_one();
+                return Flow::Again;
+            }
+            _ => {}
+        }
+        if merges_first(a.kind) && merges_second(b.kind) && self.merge(l, &a, &b) {
+            self.drop_last(1);
+            self.back_one();
+            return Flow::Again;
+        }
+        match a.kind {
+            // `; IF`: T-SQL's IF statement, not the function.
+            kind::SEMICOLON
+                if b.kind == kind::FUNCTION
+                    && b.text()
+                        .get(..2)
+                        .is_some_and(|p| p.eq_ignore_ascii_case(b"IF")) =>
+            {
+                self.set_kind(r, kind::TSQL);
+                return Flow::Again;
+            }
+            kind::BAREWORD | kind::VARIABLE
+                if b.kind == kind::LPAREN && FUNCTION_BEFORE_PAREN.iter().any(|w| a.is(w)) =>
+            {
+                self.set_kind(l, kind::FUNCTION);
+                return Flow::Again;
+            }
+            // `IN (` is an operator; `IN` otherwise (`IN BOOLEAN MODE`) nothing special.
+            kind::KEYWORD if a.is(b"IN") || a.is(b"NOT IN") => {
+                let k = if b.kind == kind::LPAREN {
+                    kind::OPERATOR
+                } else {
+                    kind::BAREWORD
+                };
+                self.set_kind(l, k);
+                return Flow::Again;
+            }
+            // `LIKE(` is a function call.
+            kind::OPERATOR if a.is(b"LIKE") || a.is(b"NOT LIKE") => {
+                if b.kind == kind::LPAREN {
+                    self.set_kind(l, kind::FUNCTION);
+                }
+                return Flow::Next;
+            }
+            // A type before a value is a cast: keep the value.
+            kind::SQLTYPE
+                if matches!(
+                    b.kind,
+                    kind::BAREWORD
+                        | kind::NUMBER
+                        | kind::SQLTYPE
+                        | kind::LPAREN
+                        | kind::FUNCTION
+                        | kind::VARIABLE
+                        | kind::STRING
+                ) =>
+            {
+                self.copy(r, l);
+                self.drop_last(1);
+                self.restart();
+                return Flow::Again;
+            }
+            // `COLLATE x_y`: too many collations to list; a name with `_` is one. (The check
+            // reads the text as UTF-8, as libinjectionrs does.)
+            kind::COLLATE if b.kind == kind::BAREWORD => {
+                let collation = std::str::from_utf8(b.text()).is_ok_and(|s| s.contains('_'));
+                if collation {
+                    self.set_kind(r, kind::SQLTYPE);
+                    self.restart();
+                }
+                return Flow::Next;
+            }
+            // T-SQL reads `\%1` as `0 % 1` and `\1` as `1`.
+            kind::BACKSLASH => {
+                if b.is_arithmetic() {
+                    self.set_kind(l, kind::NUMBER);
+                } else {
+                    self.copy(r, l);
+                    self.drop_last(1);
+                }
+                self.restart();
+                return Flow::Again;
+            }
+            kind::LPAREN | kind::RPAREN if b.kind == a.kind => {
+                self.drop_last(1);
+                self.restart();
+                return Flow::Again;
+            }
+            // ODBC's `{x expr}`: drop `{ x`. MySQL's `{ ``.``.id }` is too odd: evil.
+            kind::LBRACE if b.kind == kind::BAREWORD => {
+                if b.len() == 0 {
+                    self.set_kind(r, kind::EVIL);
+                    return Flow::Evil;
+                }
+                self.restart();
+                self.drop_last(2);
+                return Flow::Again;
+            }
+            _ => {}
+        }
+        if b.kind == kind::RBRACE {
+            self.drop_last(1);
+            self.restart();
+            return Flow::Again;
+        }
+        Flow::Next
+    }
+
+    /// Whether `a b` is a multi-word keyword (`NOT IN`, `UNION ALL`, `ORDER BY`); if so, `a`
+    /// becomes it (its text is both words, as written, one space between).
+    fn merge(&mut self, l: usize, a: &Token, b: &Token) -> bool {
+        let (x, y) = (a.text(), b.text());
+        let len = x.len() + 1 + y.len();
+        if len > MAX_TEXT {
+            return false;
+        }
+        let mut joined = [b' '; MAX_TEXT];
+        if let Some(dst) = joined.get_mut(..x.len()) {
+            dst.copy_from_slice(x);
+        }
+        if let Some(dst) = joined.get_mut(x.len() + 1..len) {
+            dst.copy_from_slice(y);
+        }
+        let Some(words) = joined.get(..len) else {
+            return false;
+        };
+        let k = super::keywords::lookup(words);
+        if k == kind::BAREWORD {
+            return false;
+        }
+        if let Some(t) = self.slots.get_mut(l) {
+            t.kind = k;
+            t.set_text(words);
+        }
+        true
+    }
+
+    /// The rules on the window's three tokens `a b c`, by `a`'s kind; when none changes the
+    /// window the caller moves it one token right.
+    fn three_token_rule(&mut self) -> Flow {
+        let l = self.left;
+        let (a, b, c) = (self.token(l), self.token(l + 1), self.token(l + 2));
+        let (ak, bk, ck) = (a.kind, b.kind, c.kind);
+        // Rules that fold the three into the first (`1 + 1`, `a.b`, `x, y`, `x::int`).
+        let collapse = match ak {
+            kind::NUMBER | kind::BAREWORD | kind::VARIABLE | kind::STRING => {
+                let arithmetic = bk == kind::OPERATOR
+                    && match ak {
+                        kind::NUMBER | kind::BAREWORD => {
+                            matches!(ck, kind::NUMBER | kind::BAREWORD)
+                        }
+                        kind::VARIABLE => {
+                            matches!(ck, kind::VARIABLE | kind::NUMBER | kind::BAREWORD)
+                        }
+                        _ => false,
+                    };
+                let cast = bk == kind::OPERATOR && b.text() == b"::" && ck == kind::SQLTYPE;
+                let list = bk == kind::COMMA && is_value(ck);
+                let qualified = ak == kind::BAREWORD && bk == kind::DOT && ck == kind::BAREWORD;
+                arithmetic || cast || list || qualified
+            }
+            kind::OPERATOR => bk != kind::LPAREN && ck == kind::OPERATOR,
+            kind::LOGIC => ck == kind::LOGIC,
+            _ => false,
+        };
+        if collapse {
+            self.drop_last(2);
+            self.restart();
+            return Flow::Again;
+        }
+        // Rules that drop the middle token (mostly a unary operator: `SELECT - 1`).
+        let unary = b.is_unary();
+        let drop_middle = match ak {
+            kind::EXPRESSION | kind::GROUP => {
+                (unary
+                    && (ck == kind::LPAREN
+                        || matches!(
+                            ck,
+                            kind::NUMBER
+                                | kind::BAREWORD
+                                | kind::VARIABLE
+                                | kind::STRING
+                                | kind::FUNCTION
+                        )))
+                    || (ak == kind::EXPRESSION && bk == kind::DOT && ck == kind::BAREWORD)
+            }
+            kind::KEYWORD => {
+                unary
+                    && matches!(
+                        ck,
+                        kind::NUMBER
+                            | kind::BAREWORD
+                            | kind::VARIABLE
+                            | kind::STRING
+                            | kind::FUNCTION
+                    )
+            }
+            kind::COMMA if unary && is_value(ck) => {
+                // `1,-1`: drop the sign, and back up to fold `1,1` too (libinjectionrs drops
+                // the last three tokens and restarts).
+                self.copy(l + 2, l + 1);
+                self.restart();
+                self.drop_last(3);
+                return Flow::Again;
+            }
+            kind::COMMA => unary && matches!(ck, kind::LPAREN | kind::FUNCTION),
+            _ => false,
+        };
+        if drop_middle {
+            self.copy(l + 2, l + 1);
+            self.drop_last(1);
+            self.restart();
+            return Flow::Again;
+        }
+        // `USER(x)` is a column named user, not the zero-argument function.
+        if ak == kind::FUNCTION && bk == kind::LPAREN && ck != kind::RPAREN && a.is(b"USER") {
+            self.set_kind(l, kind::BAREWORD);
+        }
+        Flow::Next
+    }
+}
