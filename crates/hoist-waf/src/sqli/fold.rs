@@ -222,9 +222,9 @@ impl Folder<'_> {
                 }
             }
         }
-        if count < MAX_TOKENS {
-            if let Some(comment) = self.last_comment {
-                self.slots[count] = comment;
+        if let (Some(comment), Some(slot)) = (self.last_comment, self.slots.get_mut(count)) {
+            if count < MAX_TOKENS {
+                *slot = comment;
                 count += 1;
             }
         }
@@ -427,10 +427,11 @@ impl Folder<'_> {
     fn merge(&mut self, l: usize, a: &Token, b: &Token) -> bool {
         let (x, y) = (a.text(), b.text());
         let len = x.len() + 1 + y.len();
-        if len > MAX_TEXT {
+        if len > MAX_TEXT || !super::keywords::could_merge(x) {
             return false;
         }
-        let mut joined = [b' '; MAX_TEXT];
+        // One byte more than the text holds, so lookups read whole eight-byte chunks.
+        let mut joined = [b' '; MAX_TEXT + 1];
         if let Some(dst) = joined.get_mut(..x.len()) {
             dst.copy_from_slice(x);
         }
@@ -440,7 +441,7 @@ impl Folder<'_> {
         let Some(words) = joined.get(..len) else {
             return false;
         };
-        let k = super::keywords::lookup(words);
+        let k = super::keywords::lookup_within(&joined, len);
         if k == kind::BAREWORD {
             return false;
         }

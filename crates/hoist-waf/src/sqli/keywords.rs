@@ -7,9 +7,9 @@
 //!
 //! libinjectionrs upper-cases every looked-up word into a new `String` and binary-searches
 //! all 9,352 entries. Here the entries go, once, into two open-addressing hash tables: the
-//! ~1,000 real words (a few KiB, so the table stays in cache while a value is tokenized) and
-//! the fingerprints (looked up once per pass). A lookup hashes the bytes upper-cased on the
-//! fly and compares them with the entry in place: no copy, no allocation.
+//! ~1,000 real words, and the fingerprints (looked up once per reading). A word is looked up
+//! as a `Key`: its bytes upper-cased eight at a time into four `u64`s, so hashing and
+//! comparing cost a few instructions per eight bytes, with no copy on the heap.
 
 use std::sync::OnceLock;
 
@@ -17,114 +17,264 @@ use libinjectionrs::sqli::sqli_data::SQL_KEYWORDS;
 
 use super::token::kind;
 
-/// Longer keys are in no table (the longest word is 29 bytes): not even hashed.
+/// Keys are at most 32 bytes (the longest word is 29): longer words are in no table.
 const MAX_KEY: usize = 32;
 
-/// One hash table over a subset of `SQL_KEYWORDS`.
-struct Table {
-    /// Per slot: 0 when empty, else the entry's index in `SQL_KEYWORDS` + 1 in the low 16
-    /// bits and 16 bits of its hash above them, so most misses never touch the word.
-    slots: Box<[u32]>,
-    /// `64 - log2(slots.len())`: the hash's top bits pick the home slot.
+/// Up to 32 bytes, ASCII letters upper-cased, zero-padded, as little-endian `u64`s.
+#[derive(Clone, Copy, PartialEq, Eq)]
+struct Key {
+    chunks: [u64; MAX_KEY / 8],
+    len: usize,
+}
+
+const ONES: u64 = 0x0101_0101_0101_0101;
+const HIGH: u64 = 0x8080_8080_8080_8080;
+
+/// `to_ascii_uppercase` on eight bytes at once: a byte's high bit, after adding to its low
+/// seven bits, tells whether they are at least `a` (resp. past `z`); bytes from 0x80 on are
+/// left alone. No addition carries into the next byte (at most 0x7f + 0x1f).
+fn upper8(x: u64) -> u64 {
+    let low7 = x & !HIGH;
+    let from_a = low7 + ONES * (0x80 - u64::from(b'a'));
+    let past_z = low7 + ONES * (0x80 - u64::from(b'z') - 1);
+    let lower = from_a & !past_z & !x & HIGH;
+    x ^ (lower >> 2)
+}
+
+impl Key {
+    fn new(bytes: &[u8]) -> Option<Key> {
+        Key::within(bytes, bytes.len())
+    }
+
+    /// The key of `window[..len]`. Bytes of `window` past `len` (the rest of the input, say)
+    /// let whole eight-byte reads cover the tail; they are masked off.
+    fn within(window: &[u8], len: usize) -> Option<Key> {
+        if len > MAX_KEY || len > window.len() {
+            return None;
+        }
+        let mut chunks = [0u64; MAX_KEY / 8];
+        for (i, chunk) in chunks.iter_mut().enumerate().take(len.div_ceil(8)) {
+            let from = i * 8;
+            let v = match window.get(from..from + 8) {
+                Some(eight) => u64::from_le_bytes(eight.try_into().unwrap_or([0; 8])),
+                // Near the window's end: byte by byte.
+                None => window
+                    .get(from..)
+                    .unwrap_or(&[])
+                    .iter()
+                    .rev()
+                    .fold(0u64, |v, &b| (v << 8) | u64::from(b)),
+            };
+            let kept = len - from; // at least 1
+            let v = if kept >= 8 {
+                v
+            } else {
+                v & ((1u64 << (kept * 8)) - 1)
+            };
+            *chunk = upper8(v);
+        }
+        Some(Key { chunks, len })
+    }
+
+    /// Multiply-xor over the used chunks; the table reads the well-mixed top bits.
+    fn hash(&self) -> u64 {
+        let used = self.len.div_ceil(8);
+        self.chunks
+            .iter()
+            .take(used)
+            .fold(self.len as u64, |h, &c| {
+                (h ^ c).wrapping_mul(0x9e37_79b9_7f4a_7c15)
+            })
+    }
+}
+
+/// The words of `SQL_KEYWORDS` (all but the fingerprints), with their kinds.
+struct Words {
+    entries: Vec<(Key, u8)>,
+    /// Per slot: 0 when empty, else an index in `entries` + 1.
+    slots: Box<[u16]>,
+    shift: u32,
+    /// For the multi-word keywords (`UNION ALL`, `NOT IN`, `LOCK IN SHARE`): per first byte,
+    /// a bit for each position that holds a space. Folding tries to merge two tokens only
+    /// when the first one's length is such a position (`could_merge`).
+    phrase_spaces: [u32; 256],
+}
+
+/// The fingerprint entries, `0` + fingerprint (at most 8 bytes), as `u64` keys.
+struct Fingerprints {
+    slots: Box<[u64]>,
     shift: u32,
 }
 
-/// FxHash-style: cheap per byte, and the multiply leaves the top bits well mixed, which are
-/// the ones `Table` uses. Letters count upper-cased, as libinjection compares them.
-fn hash(key: &[u8]) -> u64 {
-    key.iter().fold(key.len() as u64, |h, &b| {
-        (h.rotate_left(5) ^ u64::from(b.to_ascii_uppercase())).wrapping_mul(0x517c_c1b7_2722_0a95)
-    })
+fn table_size(entries: usize) -> (usize, u32) {
+    let size = entries.saturating_mul(2).max(16).next_power_of_two();
+    (size, 64 - size.trailing_zeros())
 }
 
-impl Table {
-    fn build(entries: impl Iterator<Item = usize> + Clone) -> Table {
-        let wanted = entries.clone().count().saturating_mul(2).max(16);
-        let size = wanted.next_power_of_two();
-        let mut slots = vec![0u32; size].into_boxed_slice();
-        let shift = 64 - size.trailing_zeros();
-        let mask = size - 1;
-        for index in entries {
-            let Some(entry) = SQL_KEYWORDS.get(index) else {
-                continue;
+impl Words {
+    fn build() -> Words {
+        // libinjectionrs compares the upper-cased word with the entry as spelled: an entry
+        // with a lower-case letter could never match (the list has none).
+        let entries: Vec<(Key, u8)> = SQL_KEYWORDS
+            .iter()
+            .filter(|k| k.token_type != kind::FINGERPRINT)
+            .filter(|k| !k.word.bytes().any(|b| b.is_ascii_lowercase()))
+            .filter_map(|k| Some((Key::new(k.word.as_bytes())?, k.token_type)))
+            .collect();
+        let (size, shift) = table_size(entries.len());
+        let mut slots = vec![0u16; size].into_boxed_slice();
+        for (i, (key, _)) in entries.iter().enumerate() {
+            let Ok(id) = u16::try_from(i + 1) else {
+                break; // more than 65,534 words: not libinjection's list
             };
-            let (Ok(id), h) = (u16::try_from(index + 1), hash(entry.word.as_bytes())) else {
-                continue; // the list has fewer than 65,535 entries
-            };
-            let mut at = (h >> shift) as usize;
+            let mut at = (key.hash() >> shift) as usize;
             while slots.get(at).is_some_and(|&s| s != 0) {
-                at = (at + 1) & mask;
+                at = (at + 1) & (size - 1);
             }
             if let Some(slot) = slots.get_mut(at) {
-                *slot = (((h >> 16) as u32) & 0xffff_0000) | u32::from(id);
+                *slot = id;
             }
         }
-        Table { slots, shift }
+        let mut phrase_spaces = [0u32; 256];
+        for k in SQL_KEYWORDS
+            .iter()
+            .filter(|k| k.token_type != kind::FINGERPRINT)
+        {
+            let word = k.word.as_bytes();
+            let Some(&first) = word.first() else {
+                continue;
+            };
+            for (i, _) in word.iter().enumerate().filter(|(_, &b)| b == b' ') {
+                if let (Some(bits), Ok(i)) =
+                    (phrase_spaces.get_mut(usize::from(first)), u32::try_from(i))
+                {
+                    *bits |= 1u32.checked_shl(i).unwrap_or(0);
+                }
+            }
+        }
+        Words {
+            entries,
+            slots,
+            shift,
+            phrase_spaces,
+        }
     }
 
-    /// The kind of the entry equal to `key` upper-cased, if any.
-    fn get(&self, key: &[u8]) -> Option<u8> {
-        if key.len() > MAX_KEY {
-            return None;
-        }
-        let h = hash(key);
-        let tag = ((h >> 16) as u32) & 0xffff_0000;
+    fn get(&self, key: &Key) -> Option<u8> {
         let mask = self.slots.len() - 1;
-        let mut at = (h >> self.shift) as usize;
+        let mut at = (key.hash() >> self.shift) as usize;
         loop {
-            let slot = *self.slots.get(at)?;
-            if slot == 0 {
-                return None;
-            }
-            if slot & 0xffff_0000 == tag {
-                let entry = SQL_KEYWORDS.get((slot & 0xffff) as usize - 1)?;
-                let word = entry.word.as_bytes();
-                if word.len() == key.len()
-                    && word
-                        .iter()
-                        .zip(key)
-                        .all(|(&w, &k)| w == k.to_ascii_uppercase())
-                {
-                    return Some(entry.token_type);
-                }
+            let id = *self.slots.get(at)?;
+            let (entry, k) = self.entries.get(usize::from(id).checked_sub(1)?)?;
+            if entry == key {
+                return Some(*k);
             }
             at = (at + 1) & mask;
         }
     }
 }
 
+impl Fingerprints {
+    fn build() -> Fingerprints {
+        let keys: Vec<u64> = SQL_KEYWORDS
+            .iter()
+            .filter(|k| k.token_type == kind::FINGERPRINT)
+            .filter_map(|k| fingerprint_key(k.word.as_bytes()))
+            .collect();
+        let (size, shift) = table_size(keys.len());
+        let mut slots = vec![0u64; size].into_boxed_slice();
+        for key in keys {
+            let mut at = (mix(key) >> shift) as usize;
+            while slots.get(at).is_some_and(|&s| s != 0 && s != key) {
+                at = (at + 1) & (size - 1);
+            }
+            if let Some(slot) = slots.get_mut(at) {
+                *slot = key;
+            }
+        }
+        Fingerprints { slots, shift }
+    }
+
+    fn contains(&self, key: u64) -> bool {
+        let mask = self.slots.len() - 1;
+        let mut at = (mix(key) >> self.shift) as usize;
+        loop {
+            match self.slots.get(at) {
+                Some(&s) if s == key => return true,
+                Some(&0) | None => return false,
+                Some(_) => at = (at + 1) & mask,
+            }
+        }
+    }
+}
+
+fn mix(key: u64) -> u64 {
+    (key ^ (key >> 29)).wrapping_mul(0x9e37_79b9_7f4a_7c15)
+}
+
+/// A fingerprint entry's key: its (at most 8, non-zero-led) bytes upper-cased in a `u64`.
+fn fingerprint_key(entry: &[u8]) -> Option<u64> {
+    let key = Key::new(entry)?;
+    (entry.len() <= 8 && entry.first().is_some_and(|&b| b != 0)).then_some(key.chunks[0])
+}
+
 struct Tables {
-    words: Table,
-    fingerprints: Table,
+    words: Words,
+    fingerprints: Fingerprints,
 }
 
 fn tables() -> &'static Tables {
     static TABLES: OnceLock<Tables> = OnceLock::new();
-    TABLES.get_or_init(|| {
-        let all = 0..SQL_KEYWORDS.len();
-        let is_fingerprint = |&i: &usize| SQL_KEYWORDS.get(i).is_some_and(|k| k.token_type == b'F');
-        Tables {
-            words: Table::build(all.clone().filter(move |i| !is_fingerprint(i))),
-            fingerprints: Table::build(all.filter(is_fingerprint)),
-        }
+    TABLES.get_or_init(|| Tables {
+        words: Words::build(),
+        fingerprints: Fingerprints::build(),
     })
 }
 
 /// libinjection's word lookup: the kind of `word` (case-insensitive), or `n` (bareword)
 /// when it is not on the list. Entries of kind `n` exist too (`BY`, `USER`): same answer.
 ///
-/// Fingerprint entries all start with `0` (a test checks it), which no keyword does, so a
-/// word only needs the fingerprint table when it starts with `0`: the answer is then exactly
+/// Fingerprint entries all start with `0` (a test checks it), so a word needs the
+/// fingerprint table only when it starts with `0`: the answer is then exactly
 /// libinjectionrs's single search over the whole list.
 pub(super) fn lookup(word: &[u8]) -> u8 {
+    lookup_within(word, word.len())
+}
+
+/// `lookup(&window[..len])`, reading the bytes past `len` for speed (see `Key::within`).
+pub(super) fn lookup_within(window: &[u8], len: usize) -> u8 {
+    let Some(key) = Key::within(window, len) else {
+        return kind::BAREWORD;
+    };
+    let word = window.get(..len).unwrap_or(&[]);
     let t = tables();
-    if let Some(k) = t.words.get(word) {
+    if let Some(k) = t.words.get(&key) {
         return k;
     }
-    if word.first() == Some(&b'0') && t.fingerprints.get(word).is_some() {
+    if word.first() == Some(&b'0')
+        && fingerprint_key(word).is_some_and(|k| t.fingerprints.contains(k))
+    {
         return kind::FINGERPRINT;
     }
     kind::BAREWORD
+}
+
+/// Whether `text`, a space and another token's text could be a multi-word keyword: a cheap
+/// necessary condition (the keyword's first byte, and a space at `text.len()`), checked
+/// before joining the two texts and looking them up.
+pub(super) fn could_merge(text: &[u8]) -> bool {
+    // The joined words start with the first token's first byte (a space when it is empty).
+    let lead = text.first().map_or(b' ', u8::to_ascii_uppercase);
+    let bits = tables()
+        .words
+        .phrase_spaces
+        .get(usize::from(lead))
+        .copied()
+        .unwrap_or(0);
+    u32::try_from(text.len())
+        .ok()
+        .and_then(|n| bits.checked_shr(n))
+        .is_some_and(|b| b & 1 == 1)
 }
 
 /// Whether libinjection blacklists `fingerprint`: `0` + the fingerprint upper-cased is an
@@ -138,10 +288,9 @@ pub(super) fn is_blacklisted(fingerprint: &[u8]) -> bool {
         return false;
     };
     rest.copy_from_slice(fingerprint);
-    let len = fingerprint.len() + 1;
-    key.get(..len)
-        .and_then(|k| tables().fingerprints.get(k))
-        .is_some()
+    key.get(..=fingerprint.len())
+        .and_then(fingerprint_key)
+        .is_some_and(|k| tables().fingerprints.contains(k))
 }
 
 #[cfg(test)]
@@ -162,6 +311,22 @@ mod tests {
         }
         assert_eq!(lookup(b"surely_no_keyword"), kind::BAREWORD);
         assert_eq!(lookup(b""), kind::BAREWORD);
+    }
+
+    #[test]
+    fn upper8_upper_cases_every_byte_in_every_lane() {
+        for b in 0..=255u8 {
+            for lane in 0..8 {
+                let mut bytes = [b'a', b'z', b'@', b'[', b'`', b'{', 0xe1, 0x7f];
+                bytes[lane] = b;
+                let expected = u64::from_le_bytes(bytes.map(|x| x.to_ascii_uppercase()));
+                assert_eq!(
+                    upper8(u64::from_le_bytes(bytes)),
+                    expected,
+                    "{b:#x} in lane {lane}"
+                );
+            }
+        }
     }
 
     #[test]

@@ -71,6 +71,26 @@ impl Token {
         t
     }
 
+    /// A token of `kind` whose text is `input[from..to]` (cut to `MAX_TEXT` bytes). When
+    /// the input has `MAX_TEXT` bytes from `from`, they are copied as a fixed-size block
+    /// (a few vector moves rather than a `memcpy` call); only `len` of them count.
+    pub fn from_input(kind: u8, input: &[u8], from: usize, to: usize) -> Token {
+        let len = to.saturating_sub(from).min(MAX_TEXT);
+        match input.get(from..).and_then(|rest| rest.get(..MAX_TEXT)) {
+            Some(block) if to <= input.len() => {
+                let mut t = Token {
+                    kind,
+                    ..Token::NONE
+                };
+                t.text.copy_from_slice(block);
+                // `len` is at most 31.
+                t.len = len as u8;
+                t
+            }
+            _ => Token::new(kind, input.get(from..to).unwrap_or(&[])),
+        }
+    }
+
     pub fn set_text(&mut self, text: &[u8]) {
         let kept = text.get(..MAX_TEXT).unwrap_or(text);
         if let Some(dst) = self.text.get_mut(..kept.len()) {

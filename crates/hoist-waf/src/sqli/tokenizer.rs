@@ -11,7 +11,7 @@
 
 use libinjectionrs::sqli::sqli_data::{CharType, CHAR_MAP};
 
-use super::keywords::lookup;
+use super::keywords::{lookup, lookup_within};
 use super::token::{kind, Token};
 
 /// What a byte starts. The classes are libinjectionrs's character map (its `CHAR_MAP`, read at
@@ -146,6 +146,11 @@ impl<'a> Tokenizer<'a> {
         self.input.get(i).copied()
     }
 
+    /// A token of `kind` whose text is `input[from..to]`.
+    fn make(&self, kind: u8, from: usize, to: usize) -> Token {
+        Token::from_input(kind, self.input, from, to)
+    }
+
     fn slice(&self, from: usize, to: usize) -> &'a [u8] {
         self.input.get(from..to).unwrap_or(&[])
     }
@@ -216,13 +221,13 @@ impl<'a> Tokenizer<'a> {
                 let end = memchr::memchr(b']', self.slice(pos, self.input.len()))
                     .map_or(self.input.len(), |i| pos + i + 1);
                 self.pos = end;
-                Token::new(kind::BAREWORD, self.slice(pos, end))
+                self.make(kind::BAREWORD, pos, end)
             }
             Class::Backslash => {
                 if self.at(pos + 1) == Some(b'N') {
                     // MySQL's `\N` is NULL.
                     self.pos = pos + 2;
-                    Token::new(kind::NUMBER, self.slice(pos, pos + 2))
+                    self.make(kind::NUMBER, pos, pos + 2)
                 } else {
                     self.single(kind::BACKSLASH)
                 }
@@ -237,7 +242,7 @@ impl<'a> Tokenizer<'a> {
     fn single(&mut self, kind: u8) -> Token {
         let pos = self.pos;
         self.pos = pos + 1;
-        Token::new(kind, self.slice(pos, pos + 1))
+        self.make(kind, pos, pos + 1)
     }
 
     /// An operator of up to three bytes: `<=>`, a two-byte operator on libinjection's list
@@ -252,8 +257,7 @@ impl<'a> Tokenizer<'a> {
             self.pos = pos + 3;
             return Token::new(kind::OPERATOR, b"<=>");
         }
-        let two = self.slice(pos, pos + 2);
-        match lookup(two) {
+        match lookup_within(self.slice(pos, self.input.len()), 2) {
             kind::BAREWORD => {}
             found => {
                 self.pos = pos + 2;
@@ -262,7 +266,7 @@ impl<'a> Tokenizer<'a> {
                 } else {
                     kind::OPERATOR
                 };
-                return Token::new(k, two);
+                return self.make(k, pos, pos + 2);
             }
         }
         if self.at(pos) == Some(b':') {
@@ -302,7 +306,7 @@ impl<'a> Tokenizer<'a> {
             None => (self.input.len(), self.input.len()),
         };
         self.pos = next;
-        Token::new(kind::COMMENT, self.slice(pos, end))
+        self.make(kind::COMMENT, pos, end)
     }
 
     /// `/* ... */` (or to the end when unclosed). Two forms are evil, i.e. an injection
@@ -319,7 +323,7 @@ impl<'a> Tokenizer<'a> {
         let evil = nested || self.at(pos + 2) == Some(b'!');
         self.pos = end;
         let k = if evil { kind::EVIL } else { kind::COMMENT };
-        Token::new(k, self.slice(pos, end))
+        self.make(k, pos, end)
     }
 
     /// A string whose text starts at `start`, up to an unescaped `delim` (escaped by a
@@ -331,7 +335,7 @@ impl<'a> Tokenizer<'a> {
             let found = memchr::memchr(delim, self.slice(from, len)).map(|i| from + i);
             let Some(q) = found else {
                 self.pos = len;
-                let mut t = Token::new(kind::STRING, self.slice(start, len));
+                let mut t = self.make(kind::STRING, start, len);
                 t.open = delim;
                 return t;
             };
@@ -341,7 +345,7 @@ impl<'a> Tokenizer<'a> {
                 from = q + 2;
             } else {
                 self.pos = q + 1;
-                let mut t = Token::new(kind::STRING, self.slice(start, q));
+                let mut t = self.make(kind::STRING, start, q);
                 t.open = delim;
                 t.close = delim;
                 return t;
@@ -384,7 +388,7 @@ impl<'a> Tokenizer<'a> {
                 let rest = self.slice(name, self.input.len());
                 let end = name + rest.iter().take_while(|&&b| !is_in(&VAR_END, b)).count();
                 self.pos = end;
-                Token::new(kind::VARIABLE, self.slice(pos, end))
+                self.make(kind::VARIABLE, pos, end)
             }
         };
         t.kind = kind::VARIABLE;
@@ -409,7 +413,7 @@ impl<'a> Tokenizer<'a> {
                 return self.word();
             }
             self.pos = pos + 1 + money;
-            return Token::new(kind::NUMBER, self.slice(pos, self.pos));
+            return self.make(kind::NUMBER, pos, self.pos);
         }
         if after.first() == Some(&b'$') {
             return self.dollar_string(pos + 2, b"$$");
@@ -429,13 +433,13 @@ impl<'a> Tokenizer<'a> {
         let mut t = match memchr::memmem::find(body, delimiter) {
             Some(i) => {
                 self.pos = start + i + delimiter.len();
-                let mut t = Token::new(kind::STRING, self.slice(start, start + i));
+                let mut t = self.make(kind::STRING, start, start + i);
                 t.close = b'$';
                 t
             }
             None => {
                 self.pos = len;
-                Token::new(kind::STRING, body)
+                self.make(kind::STRING, start, len)
             }
         };
         t.open = b'$';
@@ -462,7 +466,7 @@ impl<'a> Tokenizer<'a> {
                     .count();
                 let k = if n == 0 { kind::BAREWORD } else { kind::NUMBER };
                 self.pos = pos + 2 + n;
-                return Token::new(k, self.slice(pos, self.pos));
+                return self.make(k, pos, self.pos);
             }
         }
         let digits_from = |i: usize| {
@@ -505,7 +509,7 @@ impl<'a> Tokenizer<'a> {
         } else {
             kind::NUMBER
         };
-        Token::new(k, self.slice(pos, end))
+        self.make(k, pos, end)
     }
 
     /// A word: a keyword (its kind from the list) or a bareword. A keyword followed by `.` or
@@ -513,28 +517,37 @@ impl<'a> Tokenizer<'a> {
     fn word(&mut self) -> Token {
         let pos = self.pos;
         let rest = self.slice(pos, self.input.len());
-        let len = rest.iter().take_while(|&&b| !is_in(&WORD_END, b)).count();
-        let word = rest.get(..len).unwrap_or(rest);
-        for (i, _) in word
-            .iter()
-            .enumerate()
-            .filter(|(_, &b)| b == b'.' || b == b'`')
-        {
-            let head = word.get(..i).unwrap_or(word);
-            let k = lookup(head);
-            if k != kind::BAREWORD {
-                self.pos = pos + i;
-                return Token::new(k, head);
+        let mut len = rest.len();
+        let mut dotted = false;
+        for (i, &b) in rest.iter().enumerate() {
+            if WORD_END[usize::from(b)] {
+                len = i;
+                break;
+            }
+            dotted |= b == b'.' || b == b'`';
+        }
+        if dotted {
+            let word = rest.get(..len).unwrap_or(rest);
+            for (i, _) in word
+                .iter()
+                .enumerate()
+                .filter(|(_, &b)| b == b'.' || b == b'`')
+            {
+                let k = lookup_within(rest, i);
+                if k != kind::BAREWORD {
+                    self.pos = pos + i;
+                    return self.make(k, pos, pos + i);
+                }
             }
         }
         self.pos = pos + len;
         // Words too long for libinjection's token are not looked up.
         let k = if len <= super::token::MAX_TEXT {
-            lookup(word)
+            lookup_within(rest, len)
         } else {
             kind::BAREWORD
         };
-        Token::new(k, word)
+        self.make(k, pos, pos + len)
     }
 
     /// `b'0101'` and `x'1f'`: a number when only `digit` bytes are between the quotes, else
@@ -556,7 +569,7 @@ impl<'a> Tokenizer<'a> {
             return self.word();
         }
         self.pos = end + 1;
-        Token::new(kind::NUMBER, self.slice(pos, end + 1))
+        self.make(kind::NUMBER, pos, end + 1)
     }
 
     /// `e'...'` and `n'...'`: a string after a one-letter prefix, else a word.
@@ -607,13 +620,13 @@ impl<'a> Tokenizer<'a> {
         let mut t = match end {
             Some(i) => {
                 self.pos = start + i + 2;
-                let mut t = Token::new(kind::STRING, self.slice(start, start + i));
+                let mut t = self.make(kind::STRING, start, start + i);
                 t.close = b'q';
                 t
             }
             None => {
                 self.pos = len;
-                Token::new(kind::STRING, body)
+                self.make(kind::STRING, start, len)
             }
         };
         t.open = b'q';
