@@ -21,18 +21,6 @@ use super::tokenizer::{Context, Tokenizer};
 pub(super) const MAX_TOKENS: usize = 5;
 const SLOTS: usize = MAX_TOKENS + 3;
 
-/// What folding produced for one pass over the input.
-pub(super) struct Folded {
-    /// The folded tokens, a trailing comment included; `tokens[..count]` are valid.
-    pub tokens: [Token; SLOTS],
-    pub count: usize,
-    /// How many tokens the tokenizer produced (comments included): the whitelist reads
-    /// "no folding happened" from it.
-    pub tokens_seen: usize,
-    /// Whether reading the input as MySQL could tell a different story (`#`, `--x` seen).
-    pub wants_mysql: bool,
-}
-
 /// What a rule did to the window.
 enum Flow {
     /// The window changed: look at it again from the top.
@@ -43,28 +31,23 @@ enum Flow {
     Evil,
 }
 
-struct Folder<'a> {
+/// One pass of folding over the input; after `run`, what it produced.
+pub(super) struct Folded<'a> {
     lexer: Tokenizer<'a>,
-    slots: [Token; SLOTS],
+    /// The window. After `run`: the folded tokens, a trailing comment included, in
+    /// `tokens[..count]`.
+    pub tokens: [Token; SLOTS],
+    pub count: usize,
+    /// How many tokens the tokenizer produced (comments included): the whitelist reads
+    /// "no folding happened" from it.
+    pub tokens_seen: usize,
+    /// Whether reading the input as MySQL could tell a different story (`#`, `--x` seen).
+    pub wants_mysql: bool,
     pos: usize,
     left: usize,
     more: bool,
-    seen: usize,
     /// The last token read, when it was a comment (comments never enter the window).
     last_comment: Option<Token>,
-}
-
-pub(super) fn fold(input: &[u8], context: Context) -> Folded {
-    let mut f = Folder {
-        lexer: Tokenizer::new(input, context),
-        slots: [Token::NONE; SLOTS],
-        pos: 0,
-        left: 0,
-        more: true,
-        seen: 0,
-        last_comment: None,
-    };
-    f.run()
 }
 
 /// Kinds that may merge into a multi-word keyword (`NOT` `IN`, `UNION` `ALL`, ...): the
@@ -111,24 +94,61 @@ fn is_value(k: u8) -> bool {
     )
 }
 
-impl Folder<'_> {
-    fn kind(&self, i: usize) -> u8 {
-        self.slots.get(i).map_or(kind::NONE, |t| t.kind)
+/// `a b` as one token when they are a multi-word keyword (`NOT IN`, `UNION ALL`, `ORDER
+/// BY`): `a` with the keyword's kind, and both texts as written with one space between.
+fn merge(a: &Token, b: &Token) -> Option<Token> {
+    let (x, y) = (a.text(), b.text());
+    let len = x.len() + 1 + y.len();
+    if len > MAX_TEXT || !super::keywords::could_merge(x) {
+        return None;
+    }
+    // One byte more than the text holds, so lookups read whole eight-byte chunks.
+    let mut joined = [b' '; MAX_TEXT + 1];
+    joined.get_mut(..x.len())?.copy_from_slice(x);
+    joined.get_mut(x.len() + 1..len)?.copy_from_slice(y);
+    match super::keywords::lookup_within(&joined, len) {
+        kind::BAREWORD => None,
+        k => {
+            let mut merged = *a;
+            merged.kind = k;
+            merged.set_text(joined.get(..len)?);
+            Some(merged)
+        }
+    }
+}
+
+impl<'a> Folded<'a> {
+    pub fn new(input: &'a [u8], context: Context) -> Folded<'a> {
+        Folded {
+            lexer: Tokenizer::new(input, context),
+            tokens: [Token::NONE; SLOTS],
+            count: 0,
+            tokens_seen: 0,
+            wants_mysql: false,
+            pos: 0,
+            left: 0,
+            more: true,
+            last_comment: None,
+        }
     }
 
-    fn token(&self, i: usize) -> Token {
-        self.slots.get(i).copied().unwrap_or(Token::NONE)
+    fn kind(&self, i: usize) -> u8 {
+        self.tokens.get(i).map_or(kind::NONE, |t| t.kind)
+    }
+
+    fn at(&self, i: usize) -> &Token {
+        self.tokens.get(i).unwrap_or(&Token::NONE)
     }
 
     fn set_kind(&mut self, i: usize, k: u8) {
-        if let Some(t) = self.slots.get_mut(i) {
+        if let Some(t) = self.tokens.get_mut(i) {
             t.kind = k;
         }
     }
 
     fn copy(&mut self, from: usize, to: usize) {
-        let t = self.token(from);
-        if let Some(slot) = self.slots.get_mut(to) {
+        let t = *self.at(from);
+        if let Some(slot) = self.tokens.get_mut(to) {
             *slot = t;
         }
     }
@@ -144,12 +164,12 @@ impl Folder<'_> {
         while self.more && self.pos <= MAX_TOKENS && self.width() < want {
             match self.lexer.next_token() {
                 Some(t) => {
-                    self.seen += 1;
+                    self.tokens_seen += 1;
                     if t.kind == kind::COMMENT {
                         self.last_comment = Some(t);
                     } else {
                         self.last_comment = None;
-                        if let Some(slot) = self.slots.get_mut(self.pos) {
+                        if let Some(slot) = self.tokens.get_mut(self.pos) {
                             *slot = t;
                         }
                         self.pos += 1;
@@ -160,14 +180,14 @@ impl Folder<'_> {
         }
     }
 
-    fn run(&mut self) -> Folded {
+    pub fn run(&mut self) {
         // Leading comments, `(`, SQL types and unary operators say nothing: skip them.
         loop {
             let Some(t) = self.lexer.next_token() else {
                 return self.finish(0, true);
             };
-            self.seen += 1;
-            self.slots[0] = t;
+            self.tokens_seen += 1;
+            self.tokens[0] = t;
             let skip =
                 matches!(t.kind, kind::COMMENT | kind::LPAREN | kind::SQLTYPE) || t.is_unary();
             if !skip {
@@ -216,13 +236,13 @@ impl Folder<'_> {
         let mut count = self.left.min(MAX_TOKENS);
         // PHP's "magic" backtick comment: an unclosed, empty `` ` `` at the end.
         if count > 2 {
-            if let Some(t) = self.slots.get_mut(count - 1) {
+            if let Some(t) = self.tokens.get_mut(count - 1) {
                 if t.kind == kind::BAREWORD && t.open == b'`' && t.close == 0 && t.len() == 0 {
                     t.kind = kind::COMMENT;
                 }
             }
         }
-        if let (Some(comment), Some(slot)) = (self.last_comment, self.slots.get_mut(count)) {
+        if let (Some(comment), Some(slot)) = (self.last_comment, self.tokens.get_mut(count)) {
             if count < MAX_TOKENS {
                 *slot = comment;
                 count += 1;
@@ -231,20 +251,16 @@ impl Folder<'_> {
         self.finish(count, true)
     }
 
-    fn finish(&self, count: usize, publish_stats: bool) -> Folded {
-        Folded {
-            tokens: self.slots,
-            count,
-            tokens_seen: self.seen,
-            wants_mysql: publish_stats && self.lexer.saw_dialect_comment,
-        }
+    fn finish(&mut self, count: usize, publish_stats: bool) {
+        self.count = count;
+        self.wants_mysql = publish_stats && self.lexer.saw_dialect_comment;
     }
 
     /// libinjectionrs returns from the `{ ``` case before publishing the tokenizer's comment
     /// statistics: this pass then never asks for a MySQL reading (moot in practice: `X` is
     /// always blacklisted).
-    fn finish_evil(&self, count: usize) -> Folded {
-        self.finish(count, false)
+    fn finish_evil(&mut self, count: usize) {
+        self.finish(count, false);
     }
 
     /// Five tokens of the shapes `1 o ( 1 )`, `1 , ( 1 )`, `n o ( n )`, `n o ( 1 )`,
@@ -299,8 +315,7 @@ impl Folder<'_> {
     /// lets the three-token rules look (`Next`).
     fn two_token_rule(&mut self) -> Flow {
         let (l, r) = (self.left, self.left + 1);
-        let a = self.token(l);
-        let b = self.token(r);
+        let (a, b) = (self.at(l), self.at(r));
         match a.kind {
             // "foo" "bar" is one string in SQL; `;;` one separator.
             kind::STRING | kind::SEMICOLON if b.kind == a.kind => {
@@ -319,10 +334,15 @@ impl Folder<'_> {
             }
             _ => {}
         }
-        if merges_first(a.kind) && merges_second(b.kind) && self.merge(l, &a, &b) {
-            self.drop_last(1);
-            self.back_one();
-            return Flow::Again;
+        if merges_first(a.kind) && merges_second(b.kind) {
+            if let Some(merged) = merge(a, b) {
+                if let Some(t) = self.tokens.get_mut(l) {
+                    *t = merged;
+                }
+                self.drop_last(1);
+                self.back_one();
+                return Flow::Again;
+            }
         }
         match a.kind {
             // `; IF`: T-SQL's IF statement, not the function.
@@ -422,41 +442,11 @@ impl Folder<'_> {
         Flow::Next
     }
 
-    /// Whether `a b` is a multi-word keyword (`NOT IN`, `UNION ALL`, `ORDER BY`); if so, `a`
-    /// becomes it (its text is both words, as written, one space between).
-    fn merge(&mut self, l: usize, a: &Token, b: &Token) -> bool {
-        let (x, y) = (a.text(), b.text());
-        let len = x.len() + 1 + y.len();
-        if len > MAX_TEXT || !super::keywords::could_merge(x) {
-            return false;
-        }
-        // One byte more than the text holds, so lookups read whole eight-byte chunks.
-        let mut joined = [b' '; MAX_TEXT + 1];
-        if let Some(dst) = joined.get_mut(..x.len()) {
-            dst.copy_from_slice(x);
-        }
-        if let Some(dst) = joined.get_mut(x.len() + 1..len) {
-            dst.copy_from_slice(y);
-        }
-        let Some(words) = joined.get(..len) else {
-            return false;
-        };
-        let k = super::keywords::lookup_within(&joined, len);
-        if k == kind::BAREWORD {
-            return false;
-        }
-        if let Some(t) = self.slots.get_mut(l) {
-            t.kind = k;
-            t.set_text(words);
-        }
-        true
-    }
-
     /// The rules on the window's three tokens `a b c`, by `a`'s kind; when none changes the
     /// window the caller moves it one token right.
     fn three_token_rule(&mut self) -> Flow {
         let l = self.left;
-        let (a, b, c) = (self.token(l), self.token(l + 1), self.token(l + 2));
+        let (a, b, c) = (self.at(l), self.at(l + 1), self.at(l + 2));
         let (ak, bk, ck) = (a.kind, b.kind, c.kind);
         // Rules that fold the three into the first (`1 + 1`, `a.b`, `x, y`, `x::int`).
         let collapse = match ak {

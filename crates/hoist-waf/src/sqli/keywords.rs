@@ -33,6 +33,7 @@ const HIGH: u64 = 0x8080_8080_8080_8080;
 /// `to_ascii_uppercase` on eight bytes at once: a byte's high bit, after adding to its low
 /// seven bits, tells whether they are at least `a` (resp. past `z`); bytes from 0x80 on are
 /// left alone. No addition carries into the next byte (at most 0x7f + 0x1f).
+#[inline]
 fn upper8(x: u64) -> u64 {
     let low7 = x & !HIGH;
     let from_a = low7 + ONES * (0x80 - u64::from(b'a'));
@@ -48,6 +49,7 @@ impl Key {
 
     /// The key of `window[..len]`. Bytes of `window` past `len` (the rest of the input, say)
     /// let whole eight-byte reads cover the tail; they are masked off.
+    #[inline]
     fn within(window: &[u8], len: usize) -> Option<Key> {
         if len > MAX_KEY || len > window.len() {
             return None;
@@ -77,6 +79,7 @@ impl Key {
     }
 
     /// Multiply-xor over the used chunks; the table reads the well-mixed top bits.
+    #[inline]
     fn hash(&self) -> u64 {
         let used = self.len.div_ceil(8);
         self.chunks
@@ -160,6 +163,7 @@ impl Words {
         }
     }
 
+    #[inline]
     fn get(&self, key: &Key) -> Option<u8> {
         let mask = self.slots.len() - 1;
         let mut at = (key.hash() >> self.shift) as usize;
@@ -280,17 +284,17 @@ pub(super) fn could_merge(text: &[u8]) -> bool {
 /// Whether libinjection blacklists `fingerprint`: `0` + the fingerprint upper-cased is an
 /// entry of kind `F` (the upper-casing makes `t` and `T` alike; libinjection's choice).
 pub(super) fn is_blacklisted(fingerprint: &[u8]) -> bool {
-    if fingerprint.is_empty() {
+    // Entries are at most 8 bytes: `0` and up to 7 fingerprint characters.
+    if fingerprint.is_empty() || fingerprint.len() > 7 {
         return false;
     }
-    let mut key = [b'0'; 9];
-    let Some(rest) = key.get_mut(1..=fingerprint.len()) else {
-        return false;
-    };
-    rest.copy_from_slice(fingerprint);
-    key.get(..=fingerprint.len())
-        .and_then(fingerprint_key)
-        .is_some_and(|k| tables().fingerprints.contains(k))
+    let key = fingerprint
+        .iter()
+        .rev()
+        .fold(0u64, |v, &b| (v << 8) | u64::from(b));
+    tables()
+        .fingerprints
+        .contains(upper8((key << 8) | u64::from(b'0')))
 }
 
 #[cfg(test)]

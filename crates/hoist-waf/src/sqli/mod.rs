@@ -45,6 +45,8 @@ pub(crate) fn detect(input: &[u8]) -> Option<Fingerprint> {
             return Some(fp);
         }
     }
+    // Most values hold no quote at all: one scan says so for both.
+    memchr::memchr2(b'\'', b'"', input)?;
     if memchr::memchr(b'\'', input).is_some() {
         let (hit, wants_mysql) = reading(input, b'\'', false);
         if hit.is_some() {
@@ -67,7 +69,8 @@ pub(crate) fn detect(input: &[u8]) -> Option<Fingerprint> {
 /// One reading: its fingerprint when it is an injection, and whether the input had comments
 /// that MySQL reads differently.
 fn reading(input: &[u8], quote: u8, mysql: bool) -> (Option<Fingerprint>, bool) {
-    let folded = fold::fold(input, Context { quote, mysql });
+    let mut folded = fold::Folded::new(input, Context { quote, mysql });
+    folded.run();
     let fp = Fingerprint::of(&folded);
     let hit = verdict::is_injection(input, &fp, &folded).then_some(fp);
     (hit, folded.wants_mysql)

@@ -103,9 +103,25 @@ const fn byte_set(bytes: &[u8]) -> [bool; 256] {
     set
 }
 
-/// Bytes that end a word. Not `.` and `` ` ``: a word may hold them (`db.table`), though a
-/// keyword before one ends the word there (`union.` is `union` then `.`).
-static WORD_END: [bool; 256] = byte_set(b" []{}<>:\\?=@!#~+-*/&|^%(),';\t\n\x0b\x0c\r\"\xa0\x00");
+/// Per byte, within a word: `WORD_END` ends it, `WORD_SPLIT` (`.` and `` ` ``) may: a word
+/// may hold them (`db.table`), but a keyword before one ends the word there (`union.` is
+/// `union` then `.`).
+static WORD_BYTES: [u8; 256] = {
+    let end = byte_set(b" []{}<>:\\?=@!#~+-*/&|^%(),';\t\n\x0b\x0c\r\"\xa0\x00");
+    let mut classes = [0u8; 256];
+    let mut i = 0;
+    while i < 256 {
+        if end[i] {
+            classes[i] = WORD_END;
+        }
+        i += 1;
+    }
+    classes[b'.' as usize] = WORD_SPLIT;
+    classes[b'`' as usize] = WORD_SPLIT;
+    classes
+};
+const WORD_END: u8 = 1;
+const WORD_SPLIT: u8 = 2;
 /// Bytes that end a variable's name (`@name`).
 static VAR_END: [bool; 256] = byte_set(b" <>:\\?=@!#~+-*/&|^%(),;'\t\n\x0b\x0c\r`\"");
 /// libinjection's whitespace where it asks "is the next byte a space" (after `--`, after a
@@ -520,11 +536,14 @@ impl<'a> Tokenizer<'a> {
         let mut len = rest.len();
         let mut dotted = false;
         for (i, &b) in rest.iter().enumerate() {
-            if WORD_END[usize::from(b)] {
-                len = i;
-                break;
+            match WORD_BYTES[usize::from(b)] {
+                0 => {}
+                WORD_END => {
+                    len = i;
+                    break;
+                }
+                _ => dotted = true,
             }
-            dotted |= b == b'.' || b == b'`';
         }
         if dotted {
             let word = rest.get(..len).unwrap_or(rest);
