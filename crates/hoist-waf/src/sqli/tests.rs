@@ -305,6 +305,39 @@ fn random_token_sequences() {
     assert!(hits > 10_000, "{total} inputs, {hits} injections");
 }
 
+/// Every byte after each token-starting prefix, inside a few contexts: the tokenizer's
+/// byte-level decisions (string delimiters, signed-char comparisons, word ends) one by one.
+#[test]
+fn every_byte_after_each_prefix() {
+    let prefixes: [&[u8]; 24] = [
+        b"q'", b"Q'", b"nq'", b"N'", b"n", b"b'", b"x'", b"e'", b"u&'", b"u&", b"$", b"$$", b"$a",
+        b"@", b"@@", b"`", b"[", b"\\", b"0x", b"0b", b".", b"1", b"-", b"/",
+    ];
+    let contexts: [(&[u8], &[u8]); 7] = [
+        (b"", b""),
+        (b"", b"-- x"),
+        (b"", b"/* x"),
+        (b"1 ", b"x' or 1=1 --"),
+        (b"'", b"x\xc3' union select 1"),
+        (b"", b" or 1=1"),
+        (b"1\" ", b"\x00\" and 2>1#"),
+    ];
+    let mut inputs = Vec::new();
+    for prefix in prefixes {
+        for byte in 0..=255u8 {
+            for (before, after) in contexts {
+                let mut input = before.to_vec();
+                input.extend_from_slice(prefix);
+                input.push(byte);
+                input.extend_from_slice(after);
+                inputs.push(input);
+            }
+        }
+    }
+    let (total, hits) = compare(inputs);
+    assert!(hits > 5_000, "{total} inputs, {hits} injections");
+}
+
 #[test]
 fn known_values() {
     assert_eq!(ours(b"1' or '1'='1").as_deref(), Some("s&sos"));
