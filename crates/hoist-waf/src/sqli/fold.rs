@@ -11,8 +11,9 @@
 //! The window's state is libinjection's: `pos` (where the next token goes) and `left` (how
 //! many tokens are settled). Some rules assume `pos == left + 2` (or `+ 3`) and simply drop
 //! the window's last tokens; after a restart that is not always so, and libinjection's
-//! fingerprints depend on it, so the bookkeeping here is exactly theirs (libinjectionrs's, where
-//! it differs from C: the `, - 1` rule backs up three tokens, not to `pos - 3`).
+//! fingerprints depend on it, so the bookkeeping here is exactly theirs. Where libinjectionrs
+//! differs from C, libinjectionrs is followed: its `, - 1` rule drops the window's last three
+//! tokens and restarts, where C backs `left` up to `pos - 3`.
 
 use super::token::{kind, Token, MAX_TEXT};
 use super::tokenizer::{Context, Tokenizer};
