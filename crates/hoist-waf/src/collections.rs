@@ -198,7 +198,7 @@ impl Transaction {
                         }
                     }
                     sel => {
-                        for (k, v) in &self.tx {
+                        for (k, v) in self.tx.iter() {
                             if sel.matches(k) {
                                 out.push(Item {
                                     var,

@@ -199,7 +199,7 @@ fn run_block(probe: &mut Transaction, rules: &RuleSet) -> Option<Block> {
     Some(Block {
         start,
         resume: at,
-        tx: probe.tx.clone(),
+        tx: probe.tx.to_map(),
         matched: probe.matched.clone(),
         matched_vars: (!probe.matched.is_empty()).then(|| probe.matched_vars.to_pairs()),
         last_rule_id: probe.current_rule_id,

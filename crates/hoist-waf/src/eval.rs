@@ -135,15 +135,7 @@ impl Transaction {
         // Rewrites the previous transaction's TX (see `scratch`): most of its names are the
         // block's, whose buffers are then reused.
         std::mem::swap(&mut self.tx, &mut self.last_tx);
-        self.tx.retain(|name, _| block.tx.contains_key(name));
-        for (name, value) in &block.tx {
-            match self.tx.get_mut(name) {
-                Some(mine) => mine.clone_from(value),
-                None => {
-                    self.tx.insert(name.clone(), value.clone());
-                }
-            }
-        }
+        self.tx.reset_to(&block.tx);
         self.matched.extend(block.matched.iter().cloned());
         if let Some(vars) = &block.matched_vars {
             self.copy_matched_vars(vars);
@@ -502,14 +494,14 @@ impl Transaction {
                     };
                     match &sv.op {
                         SetVarOp::Delete => {
-                            self.tx.remove(&*name);
+                            self.tx.remove(&name);
                         }
                         SetVarOp::Set(m) => {
                             // Through a spare buffer: the value may be another TX variable's.
                             let mut value = std::mem::take(&mut self.setvar_buf);
                             value.clear();
                             self.expand_into(m, &mut value);
-                            match self.tx.get_mut(&*name) {
+                            match self.tx.get_mut(&name) {
                                 Some(old) => {
                                     std::mem::swap(old, &mut value);
                                     self.setvar_buf = value;
@@ -529,7 +521,7 @@ impl Transaction {
                                     current.saturating_sub(delta)
                                 }
                             };
-                            match self.tx.get_mut(&*name) {
+                            match self.tx.get_mut(&name) {
                                 Some(v) => {
                                     let n = next(atoi(v));
                                     v.clear();
@@ -591,15 +583,7 @@ fn write_decimal(out: &mut Vec<u8>, n: i64) {
 impl Transaction {
     /// Sets a TX variable, reusing the old value's buffer when there is one.
     pub(crate) fn set_tx(&mut self, name: &str, value: &[u8]) {
-        match self.tx.get_mut(name) {
-            Some(old) => {
-                old.clear();
-                old.extend_from_slice(value);
-            }
-            None => {
-                self.tx.insert(name.to_string(), value.to_vec());
-            }
-        }
+        self.tx.set(name, value);
     }
 }
 

@@ -40,6 +40,7 @@ mod scratch;
 mod sqli;
 mod transaction;
 pub mod transforms;
+mod tx_vars;
 mod values;
 pub mod variables;
 

@@ -15,7 +15,7 @@
 
 use crate::gates::GateCache;
 use crate::pair_list::PairList;
-use crate::transaction::TxMap;
+use crate::tx_vars::TxVars;
 use crate::values::ValueCache;
 use std::sync::Mutex;
 
@@ -36,10 +36,10 @@ const MAX_MATCHED_VARS: usize = 64;
 pub(crate) struct Scratch {
     pub values: Box<ValueCache>,
     pub gate_cache: GateCache,
-    pub tx: TxMap,
+    pub tx: TxVars,
     /// The last transaction's TX, entries and all: only ever rewritten into the constant
     /// block's (`Transaction::replay`).
-    pub last_tx: TxMap,
+    pub last_tx: TxVars,
     /// MATCHED_VARS' list, whose buffers `record_matches` rewrites.
     pub matched_vars: PairList,
     /// The variables a rule matched, before its actions run (`Transaction::hits`).
@@ -51,8 +51,8 @@ impl Scratch {
         Scratch {
             values: Box::default(),
             gate_cache: GateCache::default(),
-            tx: TxMap::with_capacity_and_hasher(TX_CAPACITY, Default::default()),
-            last_tx: TxMap::with_capacity_and_hasher(TX_CAPACITY, Default::default()),
+            tx: TxVars::with_capacity(TX_CAPACITY),
+            last_tx: TxVars::with_capacity(TX_CAPACITY),
             matched_vars: PairList::default(),
             hits: PairList::default(),
         }

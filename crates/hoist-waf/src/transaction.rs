@@ -12,7 +12,6 @@ use crate::values::{scalar_slot, ValueCache};
 use crate::variables::Exclusion;
 use crate::variables::VarName;
 use std::borrow::Cow;
-use std::collections::HashMap;
 use std::sync::Arc;
 
 /// What the engine decided to do with the request.
@@ -47,7 +46,8 @@ pub(crate) enum RemovedTarget {
     Tag(String, u64, Exclusion),
 }
 
-pub(crate) type TxMap = HashMap<String, Vec<u8>, foldhash::fast::RandomState>;
+pub(crate) use crate::tx_vars::TxMap;
+use crate::tx_vars::TxVars;
 
 pub struct Transaction {
     pub(crate) rules: Arc<RuleSet>,
@@ -79,12 +79,9 @@ pub struct Transaction {
     pub(crate) multipart_strict_error: bool,
     pub(crate) multipart_unmatched_boundary: bool,
     pub(crate) xml: Xml,
-    /// foldhash (randomly seeded per process, so names a peer influences, such as CRS's
-    /// per-header keys, cannot be chosen to collide), not SipHash: CRS reads and writes
-    /// TX dozens of times per request, and SipHash was a few percent of a GET's cost.
-    pub(crate) tx: TxMap,
+    pub(crate) tx: TxVars,
     /// The previous transaction's TX, to be rewritten by `replay` (see `scratch`); never read.
-    pub(crate) last_tx: TxMap,
+    pub(crate) last_tx: TxVars,
     pub(crate) response_status: u16,
     pub(crate) response_protocol: String,
     pub(crate) response_headers: Pairs,
@@ -496,6 +493,13 @@ impl Transaction {
         self.interruption.as_ref()
     }
 
+    /// Whether this transaction took the constant block's TX as worked out at load (see
+    /// `constant`) instead of evaluating its rules; for tests.
+    #[doc(hidden)]
+    pub fn replayed_constant_block(&self) -> bool {
+        self.constant_tx
+    }
+
     pub fn matched_rules(&self) -> &[MatchedRule] {
         &self.matched
     }
@@ -508,7 +512,7 @@ impl Transaction {
     pub fn set_tx_var(&mut self, name: &str, value: &[u8]) {
         // The constant plan's decisions assume only rules write TX.
         self.constant_tx = false;
-        self.tx.insert(name.to_ascii_lowercase(), value.to_vec());
+        self.tx.set(&name.to_ascii_lowercase(), value);
     }
 
     pub fn engine(&self) -> EngineMode {

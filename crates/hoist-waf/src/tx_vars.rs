@@ -1,0 +1,250 @@
+//! TX, the transaction's variables, and which of them were written since the map last
+//! equalled the constant block's TX.
+//!
+//! CRS's setup gives every transaction the same ~100 TX variables; the constant plan
+//! replays them (`constant`, `Transaction::replay`) by rewriting the previous transaction's
+//! map, so their buffers are reused. Rewriting all of them cost ~19,000 instructions of a
+//! ~300,000-instruction GET, and touched every entry's memory, while a request changes a
+//! dozen or two (scores, per-header names). Every write goes through this type, which notes
+//! each name once; `reset_to` then restores only those, and rewrites the whole map only when
+//! it was not reset from the same base before.
+
+use std::collections::HashMap;
+
+/// A plain TX map: the constant block's snapshot.
+pub(crate) type TxMap = HashMap<String, Vec<u8>, foldhash::fast::RandomState>;
+
+#[derive(Debug, Clone)]
+struct Var {
+    value: Vec<u8>,
+    /// Whether the name is in `TxVars::written`.
+    written: bool,
+}
+
+/// foldhash (randomly seeded per process, so names a peer influences, such as CRS's
+/// per-header keys, cannot be chosen to collide), not SipHash: CRS reads and writes TX dozens
+/// of times per request, and SipHash was a few percent of a GET's cost.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct TxVars {
+    map: HashMap<String, Var, foldhash::fast::RandomState>,
+    /// Names written (set, changed, added or removed) since `reset_to`, each at least once;
+    /// entries past `written_len` are spare buffers.
+    written: Vec<String>,
+    written_len: usize,
+    /// Whether the map equals the base of the last `reset_to` but for the names in
+    /// `written`. False for a map that rules built up from empty.
+    tracked: bool,
+}
+
+impl TxVars {
+    pub fn with_capacity(capacity: usize) -> TxVars {
+        TxVars {
+            map: HashMap::with_capacity_and_hasher(capacity, Default::default()),
+            ..TxVars::default()
+        }
+    }
+
+    pub fn get(&self, name: &str) -> Option<&Vec<u8>> {
+        self.map.get(name).map(|v| &v.value)
+    }
+
+    pub fn get_key_value(&self, name: &str) -> Option<(&String, &Vec<u8>)> {
+        self.map.get_key_value(name).map(|(k, v)| (k, &v.value))
+    }
+
+    pub fn iter(&self) -> impl Iterator<Item = (&String, &Vec<u8>)> {
+        self.map.iter().map(|(k, v)| (k, &v.value))
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.map.is_empty()
+    }
+
+    pub fn capacity(&self) -> usize {
+        self.map.capacity()
+    }
+
+    #[cfg(test)]
+    pub fn reserve(&mut self, additional: usize) {
+        self.map.reserve(additional);
+    }
+
+    /// Empties the map; it is no longer tracked against a base.
+    pub fn clear(&mut self) {
+        self.map.clear();
+        self.written_len = 0;
+        self.tracked = false;
+    }
+
+    /// The value of `name`, to be changed in place.
+    pub fn get_mut(&mut self, name: &str) -> Option<&mut Vec<u8>> {
+        let TxVars {
+            map,
+            written,
+            written_len,
+            ..
+        } = self;
+        let var = map.get_mut(name)?;
+        if !var.written {
+            var.written = true;
+            note(written, written_len, name);
+        }
+        Some(&mut var.value)
+    }
+
+    pub fn insert(&mut self, name: String, value: Vec<u8>) {
+        if let Some(old) = self.get_mut(&name) {
+            *old = value;
+            return;
+        }
+        note(&mut self.written, &mut self.written_len, &name);
+        self.map.insert(
+            name,
+            Var {
+                value,
+                written: true,
+            },
+        );
+    }
+
+    /// `name` := `value`, into the old value's buffer when there is one.
+    pub fn set(&mut self, name: &str, value: &[u8]) {
+        match self.get_mut(name) {
+            Some(old) => {
+                old.clear();
+                old.extend_from_slice(value);
+            }
+            None => self.insert(name.to_string(), value.to_vec()),
+        }
+    }
+
+    pub fn remove(&mut self, name: &str) {
+        if let Some(var) = self.map.remove(name) {
+            if !var.written {
+                note(&mut self.written, &mut self.written_len, name);
+            }
+        }
+    }
+
+    /// The map := `base`, keeping buffers: only the written names when the map was reset
+    /// to this same base before (the caller's promise: `Transaction::replay` always passes
+    /// its rule set's one block), every entry otherwise.
+    pub fn reset_to(&mut self, base: &TxMap) {
+        let TxVars {
+            map,
+            written,
+            written_len,
+            tracked,
+        } = self;
+        let restore = |map: &mut HashMap<String, Var, _>, name: &String, value: &Vec<u8>| match map
+            .get_mut(name)
+        {
+            Some(var) => {
+                var.value.clone_from(value);
+                var.written = false;
+            }
+            None => {
+                map.insert(
+                    name.clone(),
+                    Var {
+                        value: value.clone(),
+                        written: false,
+                    },
+                );
+            }
+        };
+        if *tracked {
+            for name in written.iter().take(*written_len) {
+                match base.get_key_value(name.as_str()) {
+                    Some((name, value)) => restore(map, name, value),
+                    None => {
+                        map.remove(name.as_str());
+                    }
+                }
+            }
+        } else {
+            map.retain(|name, _| base.contains_key(name));
+            for (name, value) in base {
+                restore(map, name, value);
+            }
+        }
+        *written_len = 0;
+        *tracked = true;
+        debug_assert!(
+            self.map.len() == base.len()
+                && base
+                    .iter()
+                    .all(|(k, v)| self.map.get(k).is_some_and(|x| &x.value == v && !x.written)),
+            "TX after a reset differs from its base"
+        );
+    }
+
+    /// A plain copy, for the constant plan's snapshot.
+    pub fn to_map(&self) -> TxMap {
+        self.iter().map(|(k, v)| (k.clone(), v.clone())).collect()
+    }
+}
+
+/// Appends `name` to the written list, into a spare buffer when there is one.
+fn note(written: &mut Vec<String>, len: &mut usize, name: &str) {
+    match written.get_mut(*len) {
+        Some(spare) => {
+            spare.clear();
+            spare.push_str(name);
+        }
+        None => written.push(name.to_string()),
+    }
+    *len += 1;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn base() -> TxMap {
+        let mut m = TxMap::default();
+        m.insert("score".into(), b"0".to_vec());
+        m.insert("paranoia".into(), b"1".to_vec());
+        m.insert("gone".into(), b"x".to_vec());
+        m
+    }
+
+    fn equals(tx: &TxVars, base: &TxMap) -> bool {
+        tx.to_map() == *base
+    }
+
+    #[test]
+    fn every_kind_of_write_is_undone_by_a_tracked_reset() {
+        let base = base();
+        let mut tx = TxVars::default();
+        tx.set("leftover", b"1");
+        tx.reset_to(&base); // untracked: a full rewrite
+        assert!(equals(&tx, &base));
+        for round in 0..3 {
+            tx.set("score", b"5");
+            if let Some(v) = tx.get_mut("paranoia") {
+                v.push(b'0');
+            }
+            tx.remove("gone");
+            tx.insert("header_name_x".into(), b"/x/".to_vec());
+            tx.set("gone", b"back");
+            tx.remove("header_name_x");
+            tx.set("new", b"1");
+            tx.set("score", b"7");
+            assert!(!equals(&tx, &base), "round {round}");
+            tx.reset_to(&base);
+            assert!(equals(&tx, &base), "round {round}: {:?}", tx.to_map());
+        }
+    }
+
+    #[test]
+    fn a_cleared_map_is_rewritten_whole() {
+        let base = base();
+        let mut tx = TxVars::default();
+        tx.reset_to(&base);
+        tx.clear();
+        tx.set("score", b"9");
+        tx.reset_to(&base);
+        assert!(equals(&tx, &base));
+    }
+}
