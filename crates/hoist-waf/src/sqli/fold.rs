@@ -67,6 +67,14 @@ fn merges_first(k: u8) -> bool {
     )
 }
 
+/// Kinds a unary operator can apply to: `- 1`, `- x`, `- @a`, `- 'a'`, `- f(`.
+fn is_operand(k: u8) -> bool {
+    matches!(
+        k,
+        kind::NUMBER | kind::BAREWORD | kind::VARIABLE | kind::STRING | kind::FUNCTION
+    )
+}
+
 fn merges_second(k: u8) -> bool {
     merges_first(k) || k == kind::LOGIC
 }
@@ -480,29 +488,10 @@ impl<'a> Folded<'a> {
         let unary = b.is_unary();
         let drop_middle = match ak {
             kind::EXPRESSION | kind::GROUP => {
-                (unary
-                    && (ck == kind::LPAREN
-                        || matches!(
-                            ck,
-                            kind::NUMBER
-                                | kind::BAREWORD
-                                | kind::VARIABLE
-                                | kind::STRING
-                                | kind::FUNCTION
-                        )))
+                (unary && (ck == kind::LPAREN || is_operand(ck)))
                     || (ak == kind::EXPRESSION && bk == kind::DOT && ck == kind::BAREWORD)
             }
-            kind::KEYWORD => {
-                unary
-                    && matches!(
-                        ck,
-                        kind::NUMBER
-                            | kind::BAREWORD
-                            | kind::VARIABLE
-                            | kind::STRING
-                            | kind::FUNCTION
-                    )
-            }
+            kind::KEYWORD => unary && is_operand(ck),
             kind::COMMA if unary && is_value(ck) => {
                 // `1,-1`: drop the sign, and back up to fold `1,1` too (libinjectionrs drops
                 // the last three tokens and restarts).
