@@ -178,6 +178,34 @@ fn fixed_iterations() -> Option<u32> {
 }
 
 fn timed(name: &str, n: u32, mut f: impl FnMut()) {
+    timed_plain_or_cold(name, n, &mut f);
+    #[cfg(feature = "rule-profile")]
+    print_rule_profile(n);
+}
+
+/// The 30 rules (and gate checks, id -1) that took most time, per transaction; the first
+/// transaction's one-time work (the constant plan, regex caches) is included.
+#[cfg(feature = "rule-profile")]
+fn print_rule_profile(n: u32) {
+    let entries = hoist_waf::rule_profile::take();
+    let total: u64 = entries.iter().map(|e| e.nanos).sum();
+    let n = u64::from(n.max(1));
+    println!(
+        "rule profile: {:.1} µs per transaction in timed rules and gate checks",
+        total as f64 / n as f64 / 1e3
+    );
+    for e in entries.iter().take(30) {
+        println!(
+            "  phase {} rule {:>7}: {:>8.2} µs, {:>6.1} calls per transaction",
+            e.phase,
+            e.id,
+            e.nanos as f64 / n as f64 / 1e3,
+            e.calls as f64 / n as f64
+        );
+    }
+}
+
+fn timed_plain_or_cold(name: &str, n: u32, f: &mut impl FnMut()) {
     if let Some(mib) = cold_mib() {
         return timed_cold(name, n, mib, f);
     }
@@ -206,7 +234,7 @@ fn cold_mib() -> Option<usize> {
 
 /// `timed` with the caches evicted before each transaction; only the transactions are
 /// timed (wall time each, so the median is printed: eviction time is not CPU we want).
-fn timed_cold(name: &str, n: u32, mib: usize, mut f: impl FnMut()) {
+fn timed_cold(name: &str, n: u32, mib: usize, f: &mut impl FnMut()) {
     let mut buffer = vec![0u8; mib << 20];
     let mut times = Vec::with_capacity(n as usize);
     for i in 0..n {

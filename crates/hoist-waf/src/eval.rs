@@ -87,7 +87,12 @@ impl Transaction {
             return true;
         }
         if let (Decision::Undecided, Some((slot, gates))) = (decision, head.gated(&rules.heads)) {
-            if !self.gates_open(slot, gates) {
+            #[cfg(feature = "rule-profile")]
+            let since = std::time::Instant::now();
+            let open = self.gates_open(slot, gates);
+            #[cfg(feature = "rule-profile")]
+            crate::rule_profile::add(phase, crate::rule_profile::GATES, since);
+            if !open {
                 return true;
             }
         }
@@ -95,6 +100,8 @@ impl Transaction {
         let Some(rule) = rule_at(list, index) else {
             return true;
         };
+        #[cfg(feature = "rule-profile")]
+        let since = std::time::Instant::now();
         let matched = match decision {
             Decision::Match(vars) => {
                 self.record_decided(rule, vars);
@@ -102,6 +109,8 @@ impl Transaction {
             }
             _ => self.evaluate_chain(rule),
         };
+        #[cfg(feature = "rule-profile")]
+        crate::rule_profile::add(phase, head.id, since);
         if !matched {
             return true;
         }

@@ -35,6 +35,8 @@ pub mod operators;
 mod pair_list;
 pub mod parser;
 mod prefilter;
+#[cfg(feature = "rule-profile")]
+pub mod rule_profile;
 pub mod rules;
 mod scratch;
 mod sqli;
