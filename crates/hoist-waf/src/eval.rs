@@ -287,7 +287,7 @@ impl Transaction {
             Some(slot) => {
                 // multiMatch: the value before and after each transformation that
                 // changes it (a changed value is a different buffer).
-                let mut seen: Option<(*const u8, usize)> = None;
+                let mut seen: Option<Option<usize>> = None;
                 let mut h = false;
                 // Whether the regex's literals are absent from the value as collected (with
                 // the transformations that keep its hits): then a step that differs from it
@@ -299,10 +299,12 @@ impl Transaction {
                         .map(|(keeping, _)| keeping),
                     _ => None,
                 };
-                for &node in rules.chains.path(rule.chain) {
-                    let (v, _) = cache.get(slot, &item.value, node, &rules.chains, None);
-                    let id = (v.as_ptr(), v.len());
-                    if !h && seen != Some(id) {
+                let mut steps = SmallVec::new();
+                cache.steps(slot, &item.value, rule.chain, &rules.chains, &mut steps);
+                let path = rules.chains.path(rule.chain);
+                for (&node, &step) in path.iter().zip(&steps) {
+                    if !h && seen != Some(step) {
+                        let v = cache.step_value(step, &item.value);
                         let skip = absent.is_some_and(|keeping| {
                             rules.chains.mask(node) & !keeping == 0
                                 || v.eq_ignore_ascii_case(&item.value)
@@ -311,11 +313,11 @@ impl Transaction {
                             h = self.check(rule, v, want_captures.then_some(&mut *captures));
                         }
                     }
-                    seen = Some(id);
+                    seen = Some(step);
                 }
                 hit = h;
-                let (v, _) = cache.get(slot, &item.value, rule.chain, &rules.chains, None);
-                value = Cow::Borrowed(v);
+                let last = steps.last().copied().flatten();
+                value = Cow::Borrowed(cache.step_value(last, &item.value));
             }
             None => {
                 let (h, v) = self.transform_and_check(rule, &item.value, captures);

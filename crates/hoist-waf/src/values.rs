@@ -243,6 +243,50 @@ impl ValueCache {
         (this.resolve(entry.value, original), bits)
     }
 
+    /// The value after each node of `chain`'s path (`Chains::path`: the root, then each
+    /// step), into `out` as buffer numbers (`None`: the original; see `step_value`): what a
+    /// multiMatch rule tests, for one region lookup instead of one `get` per step. Steps
+    /// that changed nothing share their input's number, so consecutive equal numbers are
+    /// one value.
+    pub fn steps(
+        &mut self,
+        slot: Slot,
+        original: &[u8],
+        chain: ChainId,
+        chains: &Chains,
+        out: &mut smallvec::SmallVec<[Option<usize>; 16]>,
+    ) {
+        out.clear();
+        let path = chains.path(chain);
+        let Some(region) = self.region(slot, chains.len()) else {
+            // As `get` answers then: the value as collected.
+            out.extend(path.iter().map(|_| None));
+            return;
+        };
+        if self.find(region, chain).is_none() {
+            // Computes and caches every node of the path below its longest cached prefix.
+            self.compute(region, original, chain, chains);
+        }
+        for &node in path {
+            let value = match node {
+                EMPTY_CHAIN => Val::Original,
+                _ => self
+                    .find(region, node)
+                    .and_then(|i| self.entries.get(i))
+                    .map_or(Val::Original, |e| e.value),
+            };
+            out.push(match value {
+                Val::Original => None,
+                Val::Buf(i) => Some(i),
+            });
+        }
+    }
+
+    /// The bytes of a step `steps` gave.
+    pub fn step_value<'v>(&'v self, step: Option<usize>, original: &'v [u8]) -> &'v [u8] {
+        self.resolve(step.map_or(Val::Original, Val::Buf), original)
+    }
+
     /// The prefilter hits of `original` under a chain with transformations `chain_mask`
     /// (`Chains::mask`), without transforming anything, when every step of that chain keeps
     /// them (`Transform::keeps_prefilter_hits`): the common case of a value with nothing to
