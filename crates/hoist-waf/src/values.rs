@@ -299,11 +299,15 @@ impl ValueCache {
         chains: usize,
         p: &Prefilter,
     ) -> Option<&'v [u64]> {
-        if !self.keeps_hits(slot, original, chain_mask, chains) {
+        // One region lookup for both questions: this runs for every value of every
+        // prefiltered rule whose gate is open.
+        let region = self.region(slot, chains)?;
+        let keeping = self.keeping_mask(region, chains, original)?;
+        if chain_mask & !keeping != 0 {
             return None;
         }
-        self.own_hits(slot, original, chains, p)
-            .map(|(_, hits)| hits)
+        let start = self.bits_of(region, Val::Original, original, p);
+        self.bits.get(start..start + p.words())
     }
 
     /// True when every transformation in `chain_mask` keeps the prefilter hits of `original`.
