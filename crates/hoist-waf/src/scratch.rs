@@ -15,6 +15,7 @@
 
 use crate::gates::GateCache;
 use crate::pair_list::PairList;
+use crate::transaction::MatchedRule;
 use crate::tx_vars::TxVars;
 use crate::values::ValueCache;
 use std::sync::Mutex;
@@ -31,6 +32,11 @@ const MAX_RETAINED_BYTES: usize = 1 << 20;
 const TX_CAPACITY: usize = 128;
 /// MATCHED_VARS of a rule that matched this many variables is not kept.
 const MAX_MATCHED_VARS: usize = 64;
+/// The list of matched rules is kept up to this length: CRS's bookkeeping rules match ~90
+/// times on a GET, and growing the list from empty copied ~19 KB per request.
+const MAX_MATCHED_RULES: usize = 512;
+/// Macro expansion buffers longer than this are not kept.
+const MAX_EXPANSION: usize = 64 * 1024;
 
 #[derive(Debug)]
 pub(crate) struct Scratch {
@@ -44,6 +50,11 @@ pub(crate) struct Scratch {
     pub matched_vars: PairList,
     /// The variables a rule matched, before its actions run (`Transaction::hits`).
     pub hits: PairList,
+    /// The rules that matched (`Transaction::matched_rules`), cleared.
+    pub matched: Vec<MatchedRule>,
+    /// `setvar`'s expansion buffers (`Transaction::setvar_buf`, `setvar_name`).
+    pub setvar_buf: Vec<u8>,
+    pub setvar_name: Vec<u8>,
 }
 
 impl Scratch {
@@ -55,6 +66,9 @@ impl Scratch {
             last_tx: TxVars::with_capacity(TX_CAPACITY),
             matched_vars: PairList::default(),
             hits: PairList::default(),
+            matched: Vec::new(),
+            setvar_buf: Vec::new(),
+            setvar_name: Vec::new(),
         }
     }
 }
@@ -78,6 +92,9 @@ impl ScratchPool {
             || s.last_tx.capacity() > 8 * TX_CAPACITY
             || s.matched_vars.capacity() > MAX_MATCHED_VARS
             || s.hits.capacity() > MAX_MATCHED_VARS
+            || s.matched.capacity() > MAX_MATCHED_RULES
+            || s.setvar_buf.capacity() > MAX_EXPANSION
+            || s.setvar_name.capacity() > MAX_EXPANSION
         {
             return;
         }
@@ -87,6 +104,9 @@ impl ScratchPool {
         // A new transaction starts with no MATCHED_VARS (the buffers stay).
         s.matched_vars.clear();
         s.hits.clear();
+        s.matched.clear();
+        s.setvar_buf.clear();
+        s.setvar_name.clear();
         if let Ok(mut free) = self.free.lock() {
             if free.len() < MAX_POOLED {
                 free.push(s);

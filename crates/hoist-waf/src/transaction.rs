@@ -153,9 +153,15 @@ impl Transaction {
         for part in &m.parts {
             match part {
                 Part::Literal(s) => out.extend_from_slice(s.as_bytes()),
-                Part::Var(var, key) => out.extend_from_slice(
-                    String::from_utf8_lossy(&self.macro_value(*var, key.as_deref())).as_bytes(),
-                ),
+                Part::Var(var, key) => {
+                    let value = self.macro_value(*var, key.as_deref());
+                    // ASCII (nearly every value) needs no replacement: skip the UTF-8 walk.
+                    if value.is_ascii() {
+                        out.extend_from_slice(&value);
+                    } else {
+                        out.extend_from_slice(String::from_utf8_lossy(&value).as_bytes());
+                    }
+                }
             }
         }
     }
@@ -175,6 +181,9 @@ impl Drop for Transaction {
                 last_tx: std::mem::take(&mut self.tx),
                 matched_vars: std::mem::take(&mut self.matched_vars),
                 hits: std::mem::take(&mut self.hits),
+                matched: std::mem::take(&mut self.matched),
+                setvar_buf: std::mem::take(&mut self.setvar_buf),
+                setvar_name: std::mem::take(&mut self.setvar_name),
             });
         }
     }
@@ -229,12 +238,12 @@ impl Transaction {
             removed_targets: Vec::new(),
             interruption: None,
             allowed: false,
-            matched: Vec::new(),
+            matched: scratch.matched,
             phases_done: 0,
             values: Some(scratch.values),
             gate_cache: scratch.gate_cache,
-            setvar_buf: Vec::new(),
-            setvar_name: Vec::new(),
+            setvar_buf: scratch.setvar_buf,
+            setvar_name: scratch.setvar_name,
             use_constant_plan: true,
             constant_tx: false,
         }
