@@ -22,10 +22,15 @@ pub fn parse_urlencoded(body: &[u8], out: &mut Pairs, limit: usize) -> bool {
             Some(i) => (&part[..i], &part[i + 1..]),
             None => (part, &b""[..]),
         };
-        out.push((
-            String::from_utf8_lossy(&url_decode(name, false)).into_owned(),
-            url_decode(value, false),
-        ));
+        let mut decoded_name = Vec::new();
+        url_decode(name, false, &mut decoded_name);
+        let mut decoded = Vec::new();
+        url_decode(value, false, &mut decoded);
+        let name = match String::from_utf8(decoded_name) {
+            Ok(name) => name,
+            Err(e) => String::from_utf8_lossy(e.as_bytes()).into_owned(),
+        };
+        out.push((name, decoded));
     }
     true
 }

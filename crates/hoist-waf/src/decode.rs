@@ -37,8 +37,8 @@ fn hex4(s: &[u8]) -> Option<u32> {
         .try_fold(0u32, |acc, &b| Some(acc << 4 | u32::from(hex_val(b)?)))
 }
 
-pub fn url_decode(input: &[u8], uni: bool) -> Vec<u8> {
-    let mut out = Vec::with_capacity(input.len());
+pub fn url_decode(input: &[u8], uni: bool, out: &mut Vec<u8>) {
+    out.reserve(input.len());
     let mut i = 0;
     while i < input.len() {
         match input[i] {
@@ -71,11 +71,10 @@ pub fn url_decode(input: &[u8], uni: bool) -> Vec<u8> {
             }
         }
     }
-    out
 }
 
-pub(crate) fn url_encode(input: &[u8]) -> Vec<u8> {
-    let mut out = Vec::with_capacity(input.len());
+pub(crate) fn url_encode(input: &[u8], out: &mut Vec<u8>) {
+    out.reserve(input.len());
     for &b in input {
         if b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.' | b'~' | b'*') {
             out.push(b);
@@ -85,11 +84,10 @@ pub(crate) fn url_encode(input: &[u8]) -> Vec<u8> {
             out.extend_from_slice(format!("%{b:02x}").as_bytes());
         }
     }
-    out
 }
 
-pub(crate) fn html_entity_decode(input: &[u8]) -> Vec<u8> {
-    let mut out = Vec::with_capacity(input.len());
+pub(crate) fn html_entity_decode(input: &[u8], out: &mut Vec<u8>) {
+    out.reserve(input.len());
     let mut i = 0;
     while i < input.len() {
         if input[i] != b'&' {
@@ -105,7 +103,6 @@ pub(crate) fn html_entity_decode(input: &[u8]) -> Vec<u8> {
             i += 1;
         }
     }
-    out
 }
 
 /// Decodes one entity after `&`; the `;` is optional, as browsers accept it without.
@@ -141,8 +138,8 @@ fn decode_entity(s: &[u8]) -> Option<(u8, usize)> {
     Some((byte, semi(name_len)))
 }
 
-pub(crate) fn js_decode(input: &[u8]) -> Vec<u8> {
-    let mut out = Vec::with_capacity(input.len());
+pub(crate) fn js_decode(input: &[u8], out: &mut Vec<u8>) {
+    out.reserve(input.len());
     let mut i = 0;
     while i < input.len() {
         if input[i] != b'\\' || i + 1 >= input.len() {
@@ -186,7 +183,6 @@ pub(crate) fn js_decode(input: &[u8]) -> Vec<u8> {
         out.push(simple_escape(next).unwrap_or(next));
         i += 2;
     }
-    out
 }
 
 fn simple_escape(c: u8) -> Option<u8> {
@@ -202,8 +198,8 @@ fn simple_escape(c: u8) -> Option<u8> {
     })
 }
 
-pub(crate) fn css_decode(input: &[u8]) -> Vec<u8> {
-    let mut out = Vec::with_capacity(input.len());
+pub(crate) fn css_decode(input: &[u8], out: &mut Vec<u8>) {
+    out.reserve(input.len());
     let mut i = 0;
     while i < input.len() {
         if input[i] != b'\\' {
@@ -238,11 +234,10 @@ pub(crate) fn css_decode(input: &[u8]) -> Vec<u8> {
             i += 2;
         }
     }
-    out
 }
 
-pub(crate) fn utf8_to_unicode(input: &[u8]) -> Vec<u8> {
-    let mut out = Vec::with_capacity(input.len());
+pub(crate) fn utf8_to_unicode(input: &[u8], out: &mut Vec<u8>) {
+    out.reserve(input.len());
     for chunk in input.utf8_chunks() {
         for c in chunk.valid().chars() {
             if c.is_ascii() {
@@ -253,11 +248,10 @@ pub(crate) fn utf8_to_unicode(input: &[u8]) -> Vec<u8> {
         }
         out.extend_from_slice(chunk.invalid());
     }
-    out
 }
 
-pub(crate) fn escape_seq_decode(input: &[u8]) -> Vec<u8> {
-    let mut out = Vec::with_capacity(input.len());
+pub(crate) fn escape_seq_decode(input: &[u8], out: &mut Vec<u8>) {
+    out.reserve(input.len());
     let mut i = 0;
     while i < input.len() {
         if input[i] != b'\\' || i + 1 >= input.len() {
@@ -299,27 +293,35 @@ pub(crate) fn escape_seq_decode(input: &[u8]) -> Vec<u8> {
             i += 2;
         }
     }
-    out
 }
 
 /// Decodes as far as the input is valid base64, like ModSecurity (which stops at the first
 /// foreign byte); `ext` skips foreign bytes instead.
-pub(crate) fn base64_decode(input: &[u8], ext: bool) -> Vec<u8> {
+pub(crate) fn base64_decode(input: &[u8], ext: bool, out: &mut Vec<u8>) {
     let alphabet = |b: u8| b.is_ascii_alphanumeric() || b == b'+' || b == b'/';
-    let mut clean: Vec<u8> = if ext {
-        crate::transforms::filtered(input, alphabet)
+    let filtered;
+    let mut clean: &[u8] = if ext {
+        let mut only = Vec::new();
+        crate::transforms::filtered(input, alphabet, &mut only);
+        filtered = only;
+        &filtered
     } else {
         let valid = input.iter().take_while(|&&b| alphabet(b)).count();
-        input[..valid].to_vec()
+        &input[..valid]
     };
-    let rem = clean.len() % 4;
-    if rem == 1 {
-        clean.pop();
+    if clean.len() % 4 == 1 {
+        clean = &clean[..clean.len() - 1];
     }
-    base64::engine::general_purpose::STANDARD_NO_PAD
-        .decode(&clean)
-        .or_else(|_| LENIENT.decode(&clean))
-        .unwrap_or_default()
+    let start = out.len();
+    if base64::engine::general_purpose::STANDARD_NO_PAD
+        .decode_vec(clean, out)
+        .is_err()
+    {
+        out.truncate(start);
+        if LENIENT.decode_vec(clean, out).is_err() {
+            out.truncate(start);
+        }
+    }
 }
 
 /// Accepts trailing bits, as ModSecurity does; built at compile time rather than for each
@@ -331,9 +333,6 @@ static LENIENT: base64::engine::GeneralPurpose = base64::engine::GeneralPurpose:
         .with_decode_padding_mode(base64::engine::DecodePaddingMode::Indifferent),
 );
 
-pub(crate) fn hex_decode(input: &[u8]) -> Vec<u8> {
-    input
-        .chunks_exact(2)
-        .filter_map(|p| hex2(p[0], p[1]))
-        .collect()
+pub(crate) fn hex_decode(input: &[u8], out: &mut Vec<u8>) {
+    out.extend(input.chunks_exact(2).filter_map(|p| hex2(p[0], p[1])));
 }

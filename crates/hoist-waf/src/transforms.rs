@@ -7,6 +7,7 @@ use crate::decode::{
 };
 use base64::Engine;
 use sha1::Digest;
+use std::borrow::Cow;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Transform {
@@ -122,53 +123,60 @@ impl Transform {
     }
 
     pub fn apply(self, input: &[u8]) -> Vec<u8> {
+        let mut out = Vec::new();
+        self.apply_into(input, &mut out);
+        out
+    }
+
+    /// `apply`, into `out` (cleared first): the value cache passes buffers kept from earlier
+    /// transactions, so a transformed value costs no allocation once the pool is warm.
+    pub(crate) fn apply_into(self, input: &[u8], out: &mut Vec<u8>) {
         use Transform::*;
+        out.clear();
         match self {
-            Lowercase => input.to_ascii_lowercase(),
-            Uppercase => input.to_ascii_uppercase(),
-            UrlDecode => url_decode(input, false),
-            UrlDecodeUni => url_decode(input, true),
-            UrlEncode => url_encode(input),
-            HtmlEntityDecode => html_entity_decode(input),
-            JsDecode => js_decode(input),
-            CssDecode => css_decode(input),
-            Utf8ToUnicode => utf8_to_unicode(input),
-            RemoveNulls => filtered(input, |b| b != 0),
-            ReplaceNulls => input
-                .iter()
-                .map(|&b| if b == 0 { b' ' } else { b })
-                .collect(),
-            RemoveWhitespace => filtered(input, |b| !is_space(b)),
-            CompressWhitespace => compress_whitespace(input),
-            ReplaceComments => replace_comments(input),
-            RemoveComments => remove_comments(input),
-            RemoveCommentsChar => remove_comments_char(input),
-            CmdLine => cmd_line(input),
-            NormalisePath => normalise_path(input, false),
-            NormalisePathWin => normalise_path(input, true),
-            EscapeSeqDecode => escape_seq_decode(input),
-            Base64Decode => base64_decode(input, false),
-            Base64DecodeExt => base64_decode(input, true),
-            Base64Encode => base64::engine::general_purpose::STANDARD
-                .encode(input)
-                .into_bytes(),
-            HexEncode => hex_encode(input),
-            HexDecode => hex_decode(input),
-            Length => input.len().to_string().into_bytes(),
-            Sha1 => sha1::Sha1::digest(input).to_vec(),
-            Trim => trim_right(trim_left(input)).to_vec(),
-            TrimLeft => trim_left(input).to_vec(),
-            TrimRight => trim_right(input).to_vec(),
+            Lowercase => out.extend(input.iter().map(u8::to_ascii_lowercase)),
+            Uppercase => out.extend(input.iter().map(u8::to_ascii_uppercase)),
+            UrlDecode => url_decode(input, false, out),
+            UrlDecodeUni => url_decode(input, true, out),
+            UrlEncode => url_encode(input, out),
+            HtmlEntityDecode => html_entity_decode(input, out),
+            JsDecode => js_decode(input, out),
+            CssDecode => css_decode(input, out),
+            Utf8ToUnicode => utf8_to_unicode(input, out),
+            RemoveNulls => filtered(input, |b| b != 0, out),
+            ReplaceNulls => out.extend(input.iter().map(|&b| if b == 0 { b' ' } else { b })),
+            RemoveWhitespace => filtered(input, |b| !is_space(b), out),
+            CompressWhitespace => compress_whitespace(input, out),
+            ReplaceComments => replace_comments(input, out),
+            RemoveComments => remove_comments(input, out),
+            RemoveCommentsChar => remove_comments_char(input, out),
+            CmdLine => cmd_line(input, out),
+            NormalisePath => normalise_path(input, false, out),
+            NormalisePathWin => normalise_path(input, true, out),
+            EscapeSeqDecode => escape_seq_decode(input, out),
+            Base64Decode => base64_decode(input, false, out),
+            Base64DecodeExt => base64_decode(input, true, out),
+            Base64Encode => out.extend_from_slice(
+                base64::engine::general_purpose::STANDARD
+                    .encode(input)
+                    .as_bytes(),
+            ),
+            HexEncode => hex_encode(input, out),
+            HexDecode => hex_decode(input, out),
+            Length => out.extend_from_slice(input.len().to_string().as_bytes()),
+            Sha1 => out.extend_from_slice(&sha1::Sha1::digest(input)),
+            Trim => out.extend_from_slice(trim_right(trim_left(input))),
+            TrimLeft => out.extend_from_slice(trim_left(input)),
+            TrimRight => out.extend_from_slice(trim_right(input)),
         }
     }
 }
 
-/// The bytes of `input` that `keep`, in one allocation (`collect` on a filter grows the
-/// vector from empty, reallocating several times per value).
-pub(crate) fn filtered(input: &[u8], keep: impl Fn(u8) -> bool) -> Vec<u8> {
-    let mut out = Vec::with_capacity(input.len());
+/// The bytes of `input` that `keep`, appended to `out` after one reservation (`extend` from
+/// a filter would grow it several times per value).
+pub(crate) fn filtered(input: &[u8], keep: impl Fn(u8) -> bool, out: &mut Vec<u8>) {
+    out.reserve(input.len());
     out.extend(input.iter().copied().filter(|&b| keep(b)));
-    out
 }
 
 /// ModSecurity's whitespace: C isspace plus NBSP (0xa0), which browsers treat as a space.
@@ -176,8 +184,8 @@ pub(crate) const fn is_space(b: u8) -> bool {
     matches!(b, b' ' | b'\t' | b'\n' | b'\r' | 0x0b | 0x0c | 0xa0)
 }
 
-fn compress_whitespace(input: &[u8]) -> Vec<u8> {
-    let mut out = Vec::with_capacity(input.len());
+fn compress_whitespace(input: &[u8], out: &mut Vec<u8>) {
+    out.reserve(input.len());
     let mut in_space = false;
     for &b in input {
         if is_space(b) {
@@ -190,11 +198,10 @@ fn compress_whitespace(input: &[u8]) -> Vec<u8> {
             in_space = false;
         }
     }
-    out
 }
 
-fn replace_comments(input: &[u8]) -> Vec<u8> {
-    let mut out = Vec::with_capacity(input.len());
+fn replace_comments(input: &[u8], out: &mut Vec<u8>) {
+    out.reserve(input.len());
     let mut i = 0;
     while i < input.len() {
         if input[i..].starts_with(b"/*") {
@@ -208,11 +215,10 @@ fn replace_comments(input: &[u8]) -> Vec<u8> {
             i += 1;
         }
     }
-    out
 }
 
-fn remove_comments(input: &[u8]) -> Vec<u8> {
-    let mut out = Vec::with_capacity(input.len());
+fn remove_comments(input: &[u8], out: &mut Vec<u8>) {
+    out.reserve(input.len());
     let mut i = 0;
     while i < input.len() {
         let rest = &input[i..];
@@ -228,11 +234,10 @@ fn remove_comments(input: &[u8]) -> Vec<u8> {
             i += 1;
         }
     }
-    out
 }
 
-fn remove_comments_char(input: &[u8]) -> Vec<u8> {
-    let mut out = Vec::with_capacity(input.len());
+fn remove_comments_char(input: &[u8], out: &mut Vec<u8>) {
+    out.reserve(input.len());
     let mut i = 0;
     while i < input.len() {
         let rest = &input[i..];
@@ -250,7 +255,6 @@ fn remove_comments_char(input: &[u8]) -> Vec<u8> {
             i += 1;
         }
     }
-    out
 }
 
 fn find(hay: &[u8], needle: &[u8]) -> Option<usize> {
@@ -259,8 +263,8 @@ fn find(hay: &[u8], needle: &[u8]) -> Option<usize> {
 
 /// Undoes shell obfuscation: drops `\ " ' ^`, turns `,` `;` and whitespace into one space,
 /// removes spaces before `/` and `(`, and lowercases.
-fn cmd_line(input: &[u8]) -> Vec<u8> {
-    let mut out: Vec<u8> = Vec::with_capacity(input.len());
+fn cmd_line(input: &[u8], out: &mut Vec<u8>) {
+    out.reserve(input.len());
     let mut space = false;
     for &b in input {
         match b {
@@ -284,20 +288,21 @@ fn cmd_line(input: &[u8]) -> Vec<u8> {
             }
         }
     }
-    out
 }
 
-fn normalise_path(input: &[u8], windows: bool) -> Vec<u8> {
+fn normalise_path(input: &[u8], windows: bool, out: &mut Vec<u8>) {
     if input.is_empty() {
-        return Vec::new();
+        return;
     }
-    let src: Vec<u8> = if windows {
-        input
-            .iter()
-            .map(|&b| if b == b'\\' { b'/' } else { b })
-            .collect()
+    let src: Cow<'_, [u8]> = if windows && input.contains(&b'\\') {
+        Cow::Owned(
+            input
+                .iter()
+                .map(|&b| if b == b'\\' { b'/' } else { b })
+                .collect(),
+        )
     } else {
-        input.to_vec()
+        Cow::Borrowed(input)
     };
     let absolute = src.first() == Some(&b'/');
     let trailing = src.last() == Some(&b'/') || src.ends_with(b"/.") || src.ends_with(b"/..");
@@ -315,23 +320,29 @@ fn normalise_path(input: &[u8], windows: bool) -> Vec<u8> {
             _ => segments.push(seg),
         }
     }
-    let mut out = Vec::with_capacity(src.len());
+    out.reserve(src.len());
     if absolute {
         out.push(b'/');
     }
-    out.extend_from_slice(&segments.join(&b'/'));
+    for (i, seg) in segments.iter().enumerate() {
+        if i > 0 {
+            out.push(b'/');
+        }
+        out.extend_from_slice(seg);
+    }
     if trailing && !segments.is_empty() {
         out.push(b'/');
     }
-    out
 }
 
-fn hex_encode(input: &[u8]) -> Vec<u8> {
+fn hex_encode(input: &[u8], out: &mut Vec<u8>) {
     const DIGITS: &[u8; 16] = b"0123456789abcdef";
-    input
-        .iter()
-        .flat_map(|&b| [DIGITS[usize::from(b >> 4)], DIGITS[usize::from(b & 15)]])
-        .collect()
+    out.reserve(2 * input.len());
+    out.extend(
+        input
+            .iter()
+            .flat_map(|&b| [DIGITS[usize::from(b >> 4)], DIGITS[usize::from(b & 15)]]),
+    );
 }
 
 fn trim_left(input: &[u8]) -> &[u8] {

@@ -43,6 +43,10 @@ pub(crate) fn scalar_slot(var: VarName) -> Option<Slot> {
 }
 
 const SCALARS: usize = 10;
+/// At most this many emptied buffers are kept for the next transaction, each at most
+/// `MAX_SPARE_BYTES` long (a 10 KB body's decoded copies are not worth keeping).
+const MAX_SPARE_BUFFERS: usize = 4096;
+const MAX_SPARE_BYTES: usize = 4096;
 /// Values the cache is sized for before a phase; more grow it on demand.
 const MAX_RESERVED_VALUES: usize = 1024;
 /// Collections only ever appended to: see `Transaction::list_code`.
@@ -86,6 +90,9 @@ pub(crate) struct ValueCache {
     lists: Vec<Vec<u32>>,
     entries: Vec<Entry>,
     bufs: Vec<Vec<u8>>,
+    /// Emptied buffers of earlier transactions, for `transform` to write into: a transformed
+    /// value then costs no allocation and no free (a GET makes ~50 of them, a form thousands).
+    spare: Vec<Vec<u8>>,
     /// Per buffer, the start of its prefilter hit bits in `bits`, once scanned.
     buf_bits: Vec<Option<usize>>,
     bits: Vec<u64>,
@@ -99,7 +106,12 @@ impl ValueCache {
         self.scalars = [0; SCALARS];
         self.lists.iter_mut().for_each(Vec::clear);
         self.entries.clear();
-        self.bufs.clear();
+        for mut buf in self.bufs.drain(..) {
+            if self.spare.len() < MAX_SPARE_BUFFERS && buf.capacity() <= MAX_SPARE_BYTES {
+                buf.clear();
+                self.spare.push(buf);
+            }
+        }
         self.buf_bits.clear();
         self.bits.clear();
         self.path.clear();
@@ -116,6 +128,8 @@ impl ValueCache {
                 .sum::<usize>()
             + self.entries.capacity() * size_of::<Entry>()
             + self.bufs.capacity() * size_of::<Vec<u8>>()
+            + self.spare.capacity() * size_of::<Vec<u8>>()
+            + self.spare.iter().map(Vec::capacity).sum::<usize>()
             + self.buf_bits.capacity() * size_of::<Option<usize>>()
             + self.bits.capacity() * size_of::<u64>()
     }
@@ -477,11 +491,16 @@ impl ValueCache {
                 Some(tag) => return Val::Buf(tag as usize - 1),
             }
         }
-        let input = self.resolve(base, original);
+        // Not `resolve`: that would borrow all of `self`, and `spare` is taken from below.
+        let input = match base {
+            Val::Original => original,
+            Val::Buf(i) => self.bufs.get(i).map_or(&[][..], Vec::as_slice),
+        };
         let out = if t.is_noop_for(input) {
             base
         } else {
-            let out = t.apply(input);
+            let mut out = self.spare.pop().unwrap_or_default();
+            t.apply_into(input, &mut out);
             self.bufs.push(out);
             self.buf_bits.push(None);
             Val::Buf(self.bufs.len() - 1)
