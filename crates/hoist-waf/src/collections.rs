@@ -176,7 +176,7 @@ impl Transaction {
     /// Appends the items `target` yields, minus `exclusions`.
     pub(crate) fn collect<'a>(
         &'a self,
-        target: &Target,
+        target: &'a Target,
         exclusions: &[&Exclusion],
         out: &mut Items<'a>,
     ) {
@@ -213,14 +213,9 @@ impl Transaction {
                 out.retain(|i| i.var != var || !excluded(&i.key));
             }
             VarName::Xml => {
-                let attrs = matches!(&target.selector, Selector::Key(k) if k.contains('@'));
-                let (list, code) = if attrs {
-                    (&self.xml.attributes, XML_ATTRIBUTES_LIST)
-                } else {
-                    (&self.xml.texts, XML_TEXTS_LIST)
-                };
+                let (list, code) = self.xml_list(&target.selector);
                 let key: Cow<'a, str> = match &target.selector {
-                    Selector::Key(k) => Cow::Owned(k.clone()),
+                    Selector::Key(k) => Cow::Borrowed(k),
                     _ => Cow::Borrowed("/*"),
                 };
                 for (index, v) in list.iter().enumerate() {
@@ -240,7 +235,7 @@ impl Transaction {
             let count = out.len() - start;
             out.truncate(start);
             let key = match &target.selector {
-                Selector::Key(k) => Cow::Owned(k.clone()),
+                Selector::Key(k) => Cow::Borrowed(k.as_str()),
                 _ => Cow::Borrowed(""),
             };
             // CRS counts mostly to tell 0 from 1 (`&TX:x "@eq 0"`): no allocation for those.
@@ -254,6 +249,16 @@ impl Transaction {
                 value,
                 slot: None,
             });
+        }
+    }
+
+    /// The XML values a selector names (as CRS uses `XML:/*`: every text node, or every
+    /// attribute value for a path with `@`), and their list code.
+    fn xml_list(&self, selector: &Selector) -> (&[Vec<u8>], u8) {
+        if matches!(selector, Selector::Key(k) if k.contains('@')) {
+            (&self.xml.attributes, XML_ATTRIBUTES_LIST)
+        } else {
+            (&self.xml.texts, XML_TEXTS_LIST)
         }
     }
 
@@ -341,12 +346,14 @@ impl Transaction {
             selector: key.map_or(Selector::All, |k| Selector::Key(k.to_string())),
             count: false,
         };
-        let mut items = Items::new();
-        self.collect(&target, &[], &mut items);
-        items
-            .into_iter()
-            .next()
-            .map(|i| i.value)
-            .unwrap_or(Cow::Borrowed(b""))
+        if var == VarName::Xml {
+            let (list, _) = self.xml_list(&target.selector);
+            return Cow::Borrowed(list.first().map_or(&b""[..], Vec::as_slice));
+        }
+        let mut first = None;
+        self.visit(&target, &[], &mut |item| {
+            first.get_or_insert(item.value);
+        });
+        first.unwrap_or(Cow::Borrowed(b""))
     }
 }
