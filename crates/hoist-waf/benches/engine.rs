@@ -188,8 +188,14 @@ fn timed(name: &str, n: u32, mut f: impl FnMut()) {
 /// records around nothing is subtracted per call (`HOIST_WAF_PROFILE_ROWS` rows, default 30).
 #[cfg(feature = "rule-profile")]
 fn print_rule_profile(n: u32) {
-    let entries = hoist_waf::rule_profile::take();
+    let mut entries = hoist_waf::rule_profile::take();
     let bias = hoist_waf::rule_profile::bias_nanos();
+    let unions: u64 = entries
+        .iter()
+        .filter(|e| e.id == hoist_waf::rule_profile::UNIONS)
+        .map(|e| e.calls)
+        .sum();
+    entries.retain(|e| e.id != hoist_waf::rule_profile::UNIONS);
     let net =
         |e: &hoist_waf::rule_profile::Entry| (e.nanos as f64 - bias * e.calls as f64).max(0.0);
     let mut entries: Vec<_> = entries.iter().map(|e| (net(e), e)).collect();
@@ -202,6 +208,10 @@ fn print_rule_profile(n: u32) {
          calls; {bias:.0} ns of timer per call subtracted",
         total / n / 1e3,
         calls as f64 / n
+    );
+    println!(
+        "  gate unions computed (part of the gate checks, id -1): {:.1} per transaction",
+        unions as f64 / n
     );
     let rows = std::env::var("HOIST_WAF_PROFILE_ROWS")
         .ok()

@@ -188,6 +188,8 @@ impl Transaction {
         let mut cache = self.values.take().unwrap_or_default();
         let mut bits = std::mem::take(&mut self.gate_cache.bits);
         let mut targets = std::mem::take(&mut self.gate_cache.targets);
+        #[cfg(feature = "rule-profile")]
+        crate::rule_profile::count_union();
         let start = self.compute_union(gi, &mut cache, &mut bits, &mut targets);
         self.values = Some(cache);
         self.gate_cache.bits = bits;
