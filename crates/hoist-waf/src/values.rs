@@ -296,6 +296,13 @@ impl ValueCache {
         }
     }
 
+    /// The prefilter hits of a step's buffer when some chain already had it scanned (a gate
+    /// union over a chain that ends at the same buffer); never scans.
+    pub fn step_hits(&self, step: Option<usize>, p: &Prefilter) -> Option<&[u64]> {
+        let start = (*self.buf_bits.get(step?)?)?;
+        self.bits.get(start..start + p.words())
+    }
+
     /// The bytes of a step `steps` gave.
     pub fn step_value<'v>(&'v self, step: Option<usize>, original: &'v [u8]) -> &'v [u8] {
         self.resolve(step.map_or(Val::Original, Val::Buf), original)

@@ -103,6 +103,27 @@ fn multimatch_rules_are_prefiltered_without_losing_a_step() {
 }
 
 #[test]
+fn multimatch_steps_use_the_hits_a_gate_already_scanned() {
+    // Rule 1's gate scans each argument after removeWhitespace; rule 2 (multiMatch, same
+    // chain) reads that scan for its removeWhitespace step: `ev al(` has no `eval(` until its
+    // space is removed, so the step must be found to hold the literal, and one without it
+    // must not match.
+    let r = rules(
+        r#"SecRule ARGS "@rx zzzz" "id:1,phase:2,pass,nolog,t:none,t:removeWhitespace"
+SecRule ARGS "@rx eval\(" "id:2,phase:2,pass,nolog,multiMatch,t:none,t:removeWhitespace,setvar:tx.hit=%{matched_var}""#,
+    );
+    assert_eq!(
+        tx_var(&get(&r, "/?q=ev+al(1)"), "hit").as_deref(),
+        Some("eval(1)")
+    );
+    assert_eq!(tx_var(&get(&r, "/?q=ev+il(1)"), "hit"), None);
+    assert_eq!(
+        tx_var(&get(&r, "/?q=eval(2)"), "hit").as_deref(),
+        Some("eval(2)")
+    );
+}
+
+#[test]
 fn skip_after_jumps_to_the_next_marker_of_that_name() {
     let r = rules(
         r#"
