@@ -172,25 +172,32 @@ impl Transaction {
 
     /// Evaluates a rule and its chain. As in ModSecurity, each link's non-disruptive actions
     /// run as soon as that link matches: CRS chains read TX variables their starter just set.
+    /// The head's gates were checked by the caller (`step`), so only later links check theirs.
     pub(crate) fn evaluate_chain(&mut self, head: &Rule) -> bool {
         let mut link = Some(head);
+        let mut gate_checked = true;
         while let Some(rule) = link {
-            if !self.evaluate(rule, head) {
+            if !self.evaluate_link(rule, head, gate_checked) {
                 return false;
             }
+            gate_checked = false;
             link = rule.chained.as_deref();
         }
         true
     }
 
     pub(crate) fn evaluate(&mut self, rule: &Rule, head: &Rule) -> bool {
+        self.evaluate_link(rule, head, false)
+    }
+
+    fn evaluate_link(&mut self, rule: &Rule, head: &Rule, gate_checked: bool) -> bool {
         if rule.unconditional {
             for effect in &rule.actions.effects {
                 self.apply_effect(effect);
             }
             return true;
         }
-        if !self.gate_open(rule) {
+        if !gate_checked && !self.gate_open(rule) {
             return false;
         }
         let mut exclusions: SmallVec<[&Exclusion; 8]> = rule.targets.exclusions.iter().collect();
