@@ -160,16 +160,20 @@ impl LiteralScan {
     pub fn scan(&self, value: &[u8], mut found: impl FnMut(u32)) {
         self.empty.iter().for_each(|&id| found(id));
         // The value lowercased, with three bytes of padding so that every position can be
-        // read as four bytes.
-        let mut stack = [0u8; 1024];
-        let mut heap = Vec::new();
-        let lower = match stack.get_mut(..value.len() + 3) {
-            Some(s) => s,
-            None => {
-                heap.resize(value.len() + 3, 0);
-                &mut heap[..]
-            }
-        };
+        // read as four bytes, in a buffer of its size class: most values are short, and
+        // zeroing a 1 KB buffer for each of them showed in the scan's cost.
+        let len = value.len() + 3;
+        if len <= 64 {
+            self.scan_lowered(value, &mut [0u8; 64][..len], &mut found);
+        } else if len <= 1024 {
+            self.scan_lowered(value, &mut [0u8; 1024][..len], &mut found);
+        } else {
+            self.scan_lowered(value, &mut vec![0u8; len], &mut found);
+        }
+    }
+
+    /// `scan` with `lower` (zeroed, three bytes longer than `value`) to lowercase into.
+    fn scan_lowered(&self, value: &[u8], lower: &mut [u8], found: &mut impl FnMut(u32)) {
         for (l, b) in lower.iter_mut().zip(value) {
             *l = b.to_ascii_lowercase();
         }
@@ -178,7 +182,7 @@ impl LiteralScan {
         if self.single_filter != [0; 4] {
             for &b in lower.get(..n).unwrap_or(&[]) {
                 if has_bit(&self.single_filter, usize::from(b)) {
-                    self.found_single(b, &mut found);
+                    self.found_single(b, found);
                 }
             }
         }
@@ -188,12 +192,12 @@ impl LiteralScan {
             let &[a, b, c, d] = w else { break };
             let pair = u16::from_le_bytes([a, b]);
             if self.pair_filter[usize::from(pair) / 64 % PAIR_WORDS] & (1 << (pair % 64)) != 0 {
-                self.found_pair(u32::from(pair), c, n - i, &mut found);
+                self.found_pair(u32::from(pair), c, n - i, found);
             }
             let quad = u32::from_le_bytes([a, b, c, d]);
             let bit = (hash(quad) >> (32 - QUAD_FILTER_LOG2)) as usize;
             if self.quad_filter[bit / 64 % QUAD_WORDS] & (1 << (bit % 64)) != 0 {
-                self.found_quad(quad, lower.get(i + 4..n).unwrap_or(&[]), n - i, &mut found);
+                self.found_quad(quad, lower.get(i + 4..n).unwrap_or(&[]), n - i, found);
             }
         }
     }
@@ -326,6 +330,31 @@ mod tests {
         assert_eq!(scanned(&scan, &value), vec![0]);
         value.extend_from_slice(b"zQ");
         assert_eq!(scanned(&scan, &value), vec![0, 1]);
+    }
+
+    /// A literal at the very end of values on both sides of each buffer size class (the
+    /// value plus three bytes of padding: 64 and 1024 bytes on the stack, more on the heap).
+    #[test]
+    fn literals_at_the_end_of_every_buffer_size_class() {
+        let literals = vec![b"needle".to_vec(), b"zq".to_vec(), b"ab".to_vec()];
+        let scan = LiteralScan::new(&literals).expect("builds");
+        for len in (50..70).chain(1010..1030) {
+            for (tail, want) in [
+                (&b"NEEDLE"[..], vec![0]),
+                (b"zQ", vec![1]),
+                (b"xAB", vec![2]),
+            ] {
+                let mut value = vec![b'x'; len - tail.len()];
+                value.extend_from_slice(tail);
+                assert_eq!(
+                    scanned(&scan, &value),
+                    want,
+                    "{len} bytes ending in {tail:?}"
+                );
+                value.pop();
+                assert!(scanned(&scan, &value).is_empty(), "{len} bytes, cut");
+            }
+        }
     }
 
     /// Many literals that share prefixes and keys, against Aho-Corasick over random text
