@@ -220,12 +220,15 @@ impl Transaction {
         let words = prefilter.words();
         let (chain_mask, chains) = (key.chain_mask, rules.chains.len());
         let t = key.target_id as usize;
-        let mut items = Items::new();
+        // Collected only when a summary or the union needs the values: most of a GET's ~200
+        // unions are a summary as it is.
+        let mut collected: Option<Items<'_>> = None;
         let summary = match targets.get(t) {
             Some(Some(summary)) => *summary,
             _ => {
-                self.collect(&rules.gates.get(gi)?.target, &[], &mut items);
-                let summary = summarize(&items, cache, bits, chains, prefilter);
+                let items = collected.insert(Items::new());
+                self.collect(&rules.gates.get(gi)?.target, &[], items);
+                let summary = summarize(items, cache, bits, chains, prefilter);
                 if targets.len() <= t {
                     targets.resize(t + 1, None);
                 }
@@ -245,9 +248,14 @@ impl Transaction {
             return Some(hits);
         }
         let def = rules.gates.get(gi)?;
-        if items.is_empty() {
-            self.collect(&def.target, &[], &mut items);
-        }
+        let items = match collected {
+            Some(items) => items,
+            None => {
+                let mut items = Items::new();
+                self.collect(&def.target, &[], &mut items);
+                items
+            }
+        };
         // Every value's own hits (a superset of those of the values the chain keeps, which
         // only opens a gate more often), plus the transformed hits of the others.
         let start = bits.len();
