@@ -2,15 +2,46 @@
 //! body into the variables rules inspect. Malformed bodies set REQBODY_ERROR, never panic.
 
 use crate::decode::url_decode;
+use crate::pair_list::PairList;
 
 pub type Pairs = Vec<(String, Vec<u8>)>;
 /// A borrowed list of pairs.
 pub type PairSlice = [(String, Vec<u8>)];
 
+/// Where the body processors put the arguments they find: a plain list, or the
+/// transaction's lists, whose entries' buffers are kept from request to request.
+pub(crate) trait PairSink {
+    fn len(&self) -> usize;
+    /// Appends an entry that `fill` writes into an empty name and value.
+    fn push_raw(&mut self, fill: impl FnOnce(&mut String, &mut Vec<u8>));
+}
+
+impl PairSink for Pairs {
+    fn len(&self) -> usize {
+        Vec::len(self)
+    }
+
+    fn push_raw(&mut self, fill: impl FnOnce(&mut String, &mut Vec<u8>)) {
+        let (mut name, mut value) = (String::new(), Vec::new());
+        fill(&mut name, &mut value);
+        self.push((name, value));
+    }
+}
+
+impl PairSink for PairList {
+    fn len(&self) -> usize {
+        PairList::len(self)
+    }
+
+    fn push_raw(&mut self, fill: impl FnOnce(&mut String, &mut Vec<u8>)) {
+        PairList::push_raw(self, fill);
+    }
+}
+
 /// `a=1&b=2`, names and values URL-decoded (`+` is a space) as ModSecurity does.
 /// Appends `name=value` pairs to `out` while it holds fewer than `limit`; returns false when
 /// arguments were left out (SecArgumentsLimit).
-pub fn parse_urlencoded(body: &[u8], out: &mut Pairs, limit: usize) -> bool {
+pub(crate) fn parse_urlencoded(body: &[u8], out: &mut impl PairSink, limit: usize) -> bool {
     for part in body.split(|&b| b == b'&') {
         if part.is_empty() {
             continue;
@@ -22,21 +53,19 @@ pub fn parse_urlencoded(body: &[u8], out: &mut Pairs, limit: usize) -> bool {
             Some(i) => (&part[..i], &part[i + 1..]),
             None => (part, &b""[..]),
         };
-        let mut decoded_name = Vec::new();
-        url_decode(name, false, &mut decoded_name);
-        let mut decoded = Vec::new();
-        url_decode(value, false, &mut decoded);
-        let name = match String::from_utf8(decoded_name) {
-            Ok(name) => name,
-            Err(e) => String::from_utf8_lossy(e.as_bytes()).into_owned(),
-        };
-        out.push((name, decoded));
+        out.push_raw(|n, v| {
+            // The name is decoded into the value's buffer first.
+            url_decode(name, false, v);
+            n.push_str(&String::from_utf8_lossy(v));
+            v.clear();
+            url_decode(value, false, v);
+        });
     }
     true
 }
 
 /// `a=b; c=d`: cookie values are not URL-decoded.
-pub fn parse_cookies(header: &[u8], out: &mut Pairs) {
+pub(crate) fn parse_cookies(header: &[u8], out: &mut impl PairSink) {
     for part in header.split(|&b| b == b';') {
         let part = part.trim_ascii();
         if part.is_empty() {
@@ -46,10 +75,10 @@ pub fn parse_cookies(header: &[u8], out: &mut Pairs) {
             Some(i) => (&part[..i], &part[i + 1..]),
             None => (part, &b""[..]),
         };
-        out.push((
-            String::from_utf8_lossy(name.trim_ascii()).into_owned(),
-            value.to_vec(),
-        ));
+        out.push_raw(|n, v| {
+            n.push_str(&String::from_utf8_lossy(name.trim_ascii()));
+            v.extend_from_slice(value);
+        });
     }
 }
 

@@ -84,12 +84,19 @@ impl Transaction {
         use VarName::*;
         let none: (&PairSlice, Option<u8>) = (&self.empty, None);
         match var {
-            Args | ArgsNames => [(&self.args_get, Some(0)), (&self.args_post, Some(1))],
-            ArgsGet | ArgsGetNames => [(&self.args_get, Some(0)), none],
-            ArgsPost | ArgsPostNames => [(&self.args_post, Some(1)), none],
-            RequestCookies | RequestCookiesNames => [(&self.cookies, Some(2)), none],
-            RequestHeaders | RequestHeadersNames => [(&self.request_headers, Some(3)), none],
-            ResponseHeaders | ResponseHeadersNames => [(&self.response_headers, Some(4)), none],
+            Args | ArgsNames => [
+                (self.args_get.as_slice(), Some(0)),
+                (self.args_post.as_slice(), Some(1)),
+            ],
+            ArgsGet | ArgsGetNames => [(self.args_get.as_slice(), Some(0)), none],
+            ArgsPost | ArgsPostNames => [(self.args_post.as_slice(), Some(1)), none],
+            RequestCookies | RequestCookiesNames => [(self.cookies.as_slice(), Some(2)), none],
+            RequestHeaders | RequestHeadersNames => {
+                [(self.request_headers.as_slice(), Some(3)), none]
+            }
+            ResponseHeaders | ResponseHeadersNames => {
+                [(self.response_headers.as_slice(), Some(4)), none]
+            }
             Files | FilesNames => [(&self.files, Some(5)), none],
             MultipartPartHeaders => [(&self.multipart_part_headers, Some(6)), none],
             MatchedVars | MatchedVarsNames => [(self.matched_vars.as_slice(), None), none],
@@ -136,8 +143,9 @@ impl Transaction {
             ReqbodyErrorMsg => s(self.reqbody_error.as_deref().unwrap_or("")),
             ArgsCombinedSize => n(self
                 .args_get
+                .as_slice()
                 .iter()
-                .chain(&self.args_post)
+                .chain(self.args_post.as_slice())
                 .map(|(k, v)| k.len() + v.len())
                 .sum()),
             FilesCombinedSize => n(self.file_sizes.iter().sum()),
@@ -166,6 +174,7 @@ impl Transaction {
             ResponseProtocol => s(&self.response_protocol),
             ResponseContentType => self
                 .response_headers
+                .as_slice()
                 .iter()
                 .find(|(k, _)| k.eq_ignore_ascii_case("content-type"))
                 .map(|(_, v)| Cow::Borrowed(v.as_slice())),

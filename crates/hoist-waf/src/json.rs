@@ -7,7 +7,7 @@
 //! at the first leaf past the limit. A document nested deeper than `MAX_DEPTH` is an error,
 //! not cut off: leaves below the cut would go uninspected.
 
-use crate::body::Pairs;
+use crate::body::PairSink;
 use serde::de::{DeserializeSeed, Deserializer, Error, MapAccess, SeqAccess, Visitor};
 use std::fmt::{self, Write};
 
@@ -16,7 +16,7 @@ const MAX_DEPTH: usize = 100;
 
 /// Appends the document's leaves to `out`; an error (REQBODY_ERROR's message) when it is not
 /// JSON, holds more than `limit` leaves or nests deeper than `MAX_DEPTH`.
-pub fn parse_json(body: &[u8], out: &mut Pairs, limit: usize) -> Result<(), String> {
+pub(crate) fn parse_json(body: &[u8], out: &mut impl PairSink, limit: usize) -> Result<(), String> {
     let mut de = serde_json::Deserializer::from_slice(body);
     let mut name = String::from("json");
     let leaves = Leaves {
@@ -32,19 +32,22 @@ pub fn parse_json(body: &[u8], out: &mut Pairs, limit: usize) -> Result<(), Stri
 }
 
 /// One value of the document, named `name`.
-struct Leaves<'a> {
+struct Leaves<'a, S> {
     name: &'a mut String,
-    out: &'a mut Pairs,
+    out: &'a mut S,
     limit: usize,
     depth: usize,
 }
 
-impl Leaves<'_> {
+impl<S: PairSink> Leaves<'_, S> {
     fn leaf<E: Error>(self, value: Vec<u8>) -> Result<(), E> {
         if self.out.len() >= self.limit {
             return Err(E::custom(format!("more than {} arguments", self.limit)));
         }
-        self.out.push((self.name.clone(), value));
+        self.out.push_raw(|n, v| {
+            n.push_str(self.name);
+            *v = value;
+        });
         Ok(())
     }
 
@@ -57,7 +60,7 @@ impl Leaves<'_> {
     }
 }
 
-impl<'de> DeserializeSeed<'de> for Leaves<'_> {
+impl<'de, S: PairSink> DeserializeSeed<'de> for Leaves<'_, S> {
     type Value = ();
 
     fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
@@ -65,7 +68,7 @@ impl<'de> DeserializeSeed<'de> for Leaves<'_> {
     }
 }
 
-impl<'de> Visitor<'de> for Leaves<'_> {
+impl<'de, S: PairSink> Visitor<'de> for Leaves<'_, S> {
     type Value = ();
 
     fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -147,6 +150,7 @@ impl<'de> Visitor<'de> for Leaves<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::body::Pairs;
 
     fn leaves(body: &str, limit: usize) -> Result<Vec<(String, String)>, String> {
         let mut out = Pairs::new();

@@ -29,9 +29,21 @@ impl PairList {
         self.len == 0
     }
 
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
     /// Entries and spare buffers together: what the list holds on to.
     pub fn capacity(&self) -> usize {
         self.pairs.capacity()
+    }
+
+    /// The bytes its names and values (live and spare) hold on to.
+    pub fn retained_bytes(&self) -> usize {
+        self.pairs
+            .iter()
+            .map(|(n, v)| n.capacity() + v.capacity())
+            .sum()
     }
 
     pub fn clear(&mut self) {
@@ -40,14 +52,22 @@ impl PairList {
 
     /// Appends an entry whose name `name` writes into an empty string.
     pub fn push_with(&mut self, name: impl FnOnce(&mut String), value: &[u8]) {
+        self.push_raw(|n, v| {
+            name(n);
+            v.extend_from_slice(value);
+        });
+    }
+
+    /// Appends an entry that `fill` writes into an empty name and an empty value (the
+    /// value buffer may serve as scratch space first: a URL-decoded name, say).
+    pub fn push_raw(&mut self, fill: impl FnOnce(&mut String, &mut Vec<u8>)) {
         if self.pairs.len() <= self.len {
             self.pairs.push((String::new(), Vec::new()));
         }
         if let Some((n, v)) = self.pairs.get_mut(self.len) {
             n.clear();
-            name(n);
             v.clear();
-            v.extend_from_slice(value);
+            fill(n, v);
             self.len += 1;
         }
     }

@@ -35,6 +35,11 @@ const MAX_MATCHED_VARS: usize = 64;
 /// The list of matched rules is kept up to this length: CRS's bookkeeping rules match ~90
 /// times on a GET, and growing the list from empty copied ~19 KB per request.
 const MAX_MATCHED_RULES: usize = 512;
+/// A request list (arguments, cookies, headers) with more entries than this is not kept: a
+/// form of a thousand fields should not pin its buffers for every later request.
+const MAX_LIST_ENTRIES: usize = 256;
+/// Nor are the lists when their names and values hold more than this (a few large headers).
+const MAX_LIST_BYTES: usize = 256 * 1024;
 /// Macro expansion buffers longer than this are not kept.
 const MAX_EXPANSION: usize = 64 * 1024;
 
@@ -50,11 +55,36 @@ pub(crate) struct Scratch {
     pub matched_vars: PairList,
     /// The variables a rule matched, before its actions run (`Transaction::hits`).
     pub hits: PairList,
+    /// The request's and response's lists, cleared, their entries' buffers kept.
+    pub lists: Lists,
     /// The rules that matched (`Transaction::matched_rules`), cleared.
     pub matched: Vec<MatchedRule>,
     /// `setvar`'s expansion buffers (`Transaction::setvar_buf`, `setvar_name`).
     pub setvar_buf: Vec<u8>,
     pub setvar_name: Vec<u8>,
+}
+
+/// ARGS_GET, ARGS_POST, REQUEST_COOKIES, REQUEST_HEADERS and RESPONSE_HEADERS: a GET's ~40
+/// names and values were two allocations each, freed with the transaction.
+#[derive(Debug, Default)]
+pub(crate) struct Lists {
+    pub args_get: PairList,
+    pub args_post: PairList,
+    pub cookies: PairList,
+    pub request_headers: PairList,
+    pub response_headers: PairList,
+}
+
+impl Lists {
+    fn all(&mut self) -> [&mut PairList; 5] {
+        [
+            &mut self.args_get,
+            &mut self.args_post,
+            &mut self.cookies,
+            &mut self.request_headers,
+            &mut self.response_headers,
+        ]
+    }
 }
 
 impl Scratch {
@@ -66,6 +96,7 @@ impl Scratch {
             last_tx: TxVars::with_capacity(TX_CAPACITY),
             matched_vars: PairList::default(),
             hits: PairList::default(),
+            lists: Lists::default(),
             matched: Vec::new(),
             setvar_buf: Vec::new(),
             setvar_name: Vec::new(),
@@ -93,6 +124,16 @@ impl ScratchPool {
             || s.matched_vars.capacity() > MAX_MATCHED_VARS
             || s.hits.capacity() > MAX_MATCHED_VARS
             || s.matched.capacity() > MAX_MATCHED_RULES
+            || s.lists
+                .all()
+                .iter()
+                .any(|l| l.capacity() > MAX_LIST_ENTRIES)
+            || s.lists
+                .all()
+                .iter()
+                .map(|l| l.retained_bytes())
+                .sum::<usize>()
+                > MAX_LIST_BYTES
             || s.setvar_buf.capacity() > MAX_EXPANSION
             || s.setvar_name.capacity() > MAX_EXPANSION
         {
@@ -104,6 +145,7 @@ impl ScratchPool {
         // A new transaction starts with no MATCHED_VARS (the buffers stay).
         s.matched_vars.clear();
         s.hits.clear();
+        s.lists.all().into_iter().for_each(PairList::clear);
         s.matched.clear();
         s.setvar_buf.clear();
         s.setvar_name.clear();
@@ -137,6 +179,17 @@ mod tests {
         pool.give(s);
         let mut s = Scratch::new();
         s.tx.reserve(10 * TX_CAPACITY);
+        pool.give(s);
+        // Many arguments, or a few large headers.
+        let mut s = Scratch::new();
+        for _ in 0..=MAX_LIST_ENTRIES {
+            s.lists.args_post.push("a", b"1");
+        }
+        pool.give(s);
+        let mut s = Scratch::new();
+        s.lists
+            .request_headers
+            .push("x-big", &vec![b'x'; MAX_LIST_BYTES + 1]);
         pool.give(s);
         assert_eq!(pool.free.lock().map(|f| f.len()).ok(), Some(0));
         pool.give(Scratch::new());

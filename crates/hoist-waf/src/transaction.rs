@@ -62,10 +62,10 @@ pub struct Transaction {
     pub(crate) protocol: String,
     /// REQUEST_LINE, built once: a dozen CRS rules read it.
     pub(crate) request_line: String,
-    pub(crate) args_get: Pairs,
-    pub(crate) args_post: Pairs,
-    pub(crate) cookies: Pairs,
-    pub(crate) request_headers: Pairs,
+    pub(crate) args_get: PairList,
+    pub(crate) args_post: PairList,
+    pub(crate) cookies: PairList,
+    pub(crate) request_headers: PairList,
     pub(crate) request_body: Vec<u8>,
     pub(crate) request_body_visible: bool,
     pub(crate) request_body_truncated: bool,
@@ -84,7 +84,7 @@ pub struct Transaction {
     pub(crate) last_tx: TxVars,
     pub(crate) response_status: u16,
     pub(crate) response_protocol: String,
-    pub(crate) response_headers: Pairs,
+    pub(crate) response_headers: PairList,
     pub(crate) response_body: Vec<u8>,
     /// MATCHED_VARS of the last rule that matched; its last member is MATCHED_VAR (while a
     /// rule's actions run per matching variable, the variable they run for).
@@ -181,6 +181,13 @@ impl Drop for Transaction {
                 last_tx: std::mem::take(&mut self.tx),
                 matched_vars: std::mem::take(&mut self.matched_vars),
                 hits: std::mem::take(&mut self.hits),
+                lists: crate::scratch::Lists {
+                    args_get: std::mem::take(&mut self.args_get),
+                    args_post: std::mem::take(&mut self.args_post),
+                    cookies: std::mem::take(&mut self.cookies),
+                    request_headers: std::mem::take(&mut self.request_headers),
+                    response_headers: std::mem::take(&mut self.response_headers),
+                },
                 matched: std::mem::take(&mut self.matched),
                 setvar_buf: std::mem::take(&mut self.setvar_buf),
                 setvar_name: std::mem::take(&mut self.setvar_name),
@@ -205,10 +212,10 @@ impl Transaction {
             query: String::new(),
             protocol: String::new(),
             request_line: String::new(),
-            args_get: Vec::new(),
-            args_post: Vec::new(),
-            cookies: Vec::new(),
-            request_headers: Vec::new(),
+            args_get: scratch.lists.args_get,
+            args_post: scratch.lists.args_post,
+            cookies: scratch.lists.cookies,
+            request_headers: scratch.lists.request_headers,
             request_body: Vec::new(),
             request_body_visible: false,
             request_body_truncated: false,
@@ -225,7 +232,7 @@ impl Transaction {
             last_tx: scratch.last_tx,
             response_status: 0,
             response_protocol: String::new(),
-            response_headers: Vec::new(),
+            response_headers: scratch.lists.response_headers,
             response_body: Vec::new(),
             matched_vars: scratch.matched_vars,
             hits: scratch.hits,
@@ -282,12 +289,12 @@ impl Transaction {
         if name.eq_ignore_ascii_case("cookie") {
             body::parse_cookies(value, &mut self.cookies);
         }
-        self.request_headers
-            .push((name.to_string(), value.to_vec()));
+        self.request_headers.push(name, value);
     }
 
     pub(crate) fn request_header(&self, name: &str) -> Option<&[u8]> {
         self.request_headers
+            .as_slice()
             .iter()
             .find(|(k, _)| k.eq_ignore_ascii_case(name))
             .map(|(_, v)| v.as_slice())
@@ -396,7 +403,9 @@ impl Transaction {
                 None => self.reqbody_error = Some("multipart: no boundary in Content-Type".into()),
                 Some(boundary) => {
                     let m = body::parse_multipart(&body, &boundary, limit);
-                    self.args_post.extend(m.args);
+                    for (name, value) in &m.args {
+                        self.args_post.push(name, value);
+                    }
                     self.files.extend(m.files);
                     self.file_sizes.extend(m.file_sizes);
                     self.multipart_part_headers.extend(m.part_headers);
@@ -437,8 +446,7 @@ impl Transaction {
 
     pub fn add_response_header(&mut self, name: &str, value: &[u8]) {
         self.gate_cache.changed();
-        self.response_headers
-            .push((name.to_string(), value.to_vec()));
+        self.response_headers.push(name, value);
     }
 
     /// Phase 3.
@@ -455,6 +463,7 @@ impl Transaction {
         }
         let ct = self
             .response_headers
+            .as_slice()
             .iter()
             .find(|(k, _)| k.eq_ignore_ascii_case("content-type"))
             .map(|(_, v)| String::from_utf8_lossy(v).to_ascii_lowercase())

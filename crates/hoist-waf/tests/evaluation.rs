@@ -355,6 +355,47 @@ SecRule &TX:seen "@eq 0" "id:2,phase:1,pass,nolog,setvar:tx.unseen=1"
 }
 
 #[test]
+fn a_transaction_sees_none_of_the_last_ones_arguments_cookies_or_headers() {
+    // The lists' entries keep their buffers from transaction to transaction (scratch.rs);
+    // the next transaction must see only its own members.
+    let r = rules(
+        r#"
+SecRule &ARGS "@eq 1" "id:10,phase:1,pass,nolog,setvar:tx.args=1"
+SecRule &REQUEST_HEADERS "@eq 1" "id:11,phase:1,pass,nolog,setvar:tx.headers=1"
+SecRule &REQUEST_COOKIES "@eq 0" "id:12,phase:1,pass,nolog,setvar:tx.cookies=0"
+SecRule ARGS "@rx ^(.*)$" "id:13,phase:1,pass,nolog,capture,setvar:tx.arg=%{tx.1}"
+SecRule &RESPONSE_HEADERS "@eq 1" "id:14,phase:3,pass,nolog,setvar:tx.response=1"
+SecRule RESPONSE_HEADERS:Content-Type "@rx ." "id:15,phase:3,pass,nolog,setvar:tx.ct=%{matched_var}"
+"#,
+    );
+    for _ in 0..3 {
+        let mut big = Transaction::new(r.clone(), "10.0.0.1", "t");
+        big.process_request_line("GET", "/?a=first&b=second&c=third", "HTTP/1.1");
+        big.add_request_header("Host", b"example.com");
+        big.add_request_header("Cookie", b"s=1; t=2");
+        big.add_request_header("Accept", b"*/*");
+        big.process_request_headers();
+        big.process_request_body();
+        big.set_response_status(200, "HTTP/1.1");
+        big.add_response_header("Content-Type", b"text/html");
+        big.add_response_header("Server", b"x");
+        big.process_response_headers();
+        assert_eq!(tx_var(&big, "args"), None);
+        drop(big);
+        let mut small = get(&r, "/?q=only");
+        assert_eq!(tx_var(&small, "args").as_deref(), Some("1"));
+        assert_eq!(tx_var(&small, "arg").as_deref(), Some("only"));
+        assert_eq!(tx_var(&small, "headers").as_deref(), Some("1"));
+        assert_eq!(tx_var(&small, "cookies").as_deref(), Some("0"));
+        small.set_response_status(200, "HTTP/1.1");
+        small.add_response_header("X-Other", b"y");
+        small.process_response_headers();
+        assert_eq!(tx_var(&small, "response").as_deref(), Some("1"));
+        assert_eq!(tx_var(&small, "ct"), None);
+    }
+}
+
+#[test]
 fn matched_vars_start_empty_and_list_each_match_of_the_last_rule() {
     // Rule 1 matches two arguments; rule 2 sees both as MATCHED_VARS. A transaction
     // dropped and followed by another on the same rule set (its buffers are reused) must
