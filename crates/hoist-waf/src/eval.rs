@@ -520,14 +520,10 @@ impl Transaction {
                             value.clear();
                             self.expand_into(m, &mut value);
                             match self.tx.get_mut(&name) {
-                                Some(old) => {
-                                    std::mem::swap(old, &mut value);
-                                    self.setvar_buf = value;
-                                }
-                                None => {
-                                    self.tx.insert(name.into_owned(), value);
-                                }
+                                Some(old) => std::mem::swap(old, &mut value),
+                                None => self.tx.insert_from(&name, |v| v.extend_from_slice(&value)),
                             }
+                            self.setvar_buf = value;
                         }
                         SetVarOp::Add(m) | SetVarOp::Sub(m) => {
                             let delta = atoi(self.expand(m).as_bytes());
@@ -546,9 +542,7 @@ impl Transaction {
                                     write_decimal(v, n);
                                 }
                                 None => {
-                                    let mut v = Vec::new();
-                                    write_decimal(&mut v, next(0));
-                                    self.tx.insert(name.into_owned(), v);
+                                    self.tx.insert_from(&name, |v| write_decimal(v, next(0)));
                                 }
                             }
                         }

@@ -34,7 +34,14 @@ pub(crate) struct TxVars {
     /// Whether the map equals the base of the last `reset_to` but for the names in
     /// `written`. False for a map that rules built up from empty.
     tracked: bool,
+    /// Name and value buffers of entries a reset removed, for `insert_from` to fill: CRS
+    /// adds the same per-header names (920450's) on every request.
+    spare: Vec<(String, Vec<u8>)>,
 }
+
+/// At most this many removed entries' buffers are kept, each at most `MAX_SPARE_BYTES`.
+const MAX_SPARE: usize = 256;
+const MAX_SPARE_BYTES: usize = 4096;
 
 impl TxVars {
     pub fn with_capacity(capacity: usize) -> TxVars {
@@ -114,8 +121,19 @@ impl TxVars {
                 old.clear();
                 old.extend_from_slice(value);
             }
-            None => self.insert(name.to_string(), value.to_vec()),
+            None => self.insert_from(name, |v| v.extend_from_slice(value)),
         }
+    }
+
+    /// Adds `name` (not in the map) with the value `fill` writes into an empty buffer; name
+    /// and value go into buffers a reset kept when there are some.
+    pub fn insert_from(&mut self, name: &str, fill: impl FnOnce(&mut Vec<u8>)) {
+        let (mut key, mut value) = self.spare.pop().unwrap_or_default();
+        key.clear();
+        key.push_str(name);
+        value.clear();
+        fill(&mut value);
+        self.insert(key, value);
     }
 
     pub fn remove(&mut self, name: &str) {
@@ -135,6 +153,7 @@ impl TxVars {
             written,
             written_len,
             tracked,
+            spare,
         } = self;
         let restore = |map: &mut HashMap<String, Var, _>, name: &String, value: &Vec<u8>| match map
             .get_mut(name)
@@ -158,7 +177,13 @@ impl TxVars {
                 match base.get_key_value(name.as_str()) {
                     Some((name, value)) => restore(map, name, value),
                     None => {
-                        map.remove(name.as_str());
+                        if let Some((key, var)) = map.remove_entry(name.as_str()) {
+                            if spare.len() < MAX_SPARE
+                                && key.capacity() + var.value.capacity() <= MAX_SPARE_BYTES
+                            {
+                                spare.push((key, var.value));
+                            }
+                        }
                     }
                 }
             }
@@ -231,9 +256,17 @@ mod tests {
             tx.remove("header_name_x");
             tx.set("new", b"1");
             tx.set("score", b"7");
+            // Into the buffers of a name the last reset removed (from round 1 on).
+            tx.insert_from("header_name_y", |v| v.extend_from_slice(b"/y/"));
+            assert_eq!(tx.get("header_name_y"), Some(&b"/y/".to_vec()));
+            assert_eq!(tx.get("new"), Some(&b"1".to_vec()));
             assert!(!equals(&tx, &base), "round {round}");
             tx.reset_to(&base);
             assert!(equals(&tx, &base), "round {round}: {:?}", tx.to_map());
+            assert!(
+                !tx.spare.is_empty(),
+                "round {round}: the removed names' buffers are kept"
+            );
         }
     }
 
