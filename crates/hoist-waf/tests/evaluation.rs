@@ -396,6 +396,26 @@ SecRule RESPONSE_HEADERS:Content-Type "@rx ." "id:15,phase:3,pass,nolog,setvar:t
 }
 
 #[test]
+fn each_matching_variable_gets_its_own_captures() {
+    // As CRS 920450 does per header: the actions run once per match with TX.0.. of that
+    // match (the groups of all matches are kept side by side until the actions run).
+    let r = rules(
+        r#"SecRule REQUEST_HEADERS_NAMES "@rx ^(x-)?(.*)$" "id:1,phase:1,pass,nolog,capture,t:lowercase,setvar:'tx.h_%{tx.2}=%{tx.0}|%{tx.1}'""#,
+    );
+    for _ in 0..2 {
+        let mut tx = Transaction::new(r.clone(), "10.0.0.1", "t");
+        tx.process_request_line("GET", "/", "HTTP/1.1");
+        tx.add_request_header("Host", b"example.com");
+        tx.add_request_header("X-Trace", b"1");
+        tx.add_request_header("Accept", b"*/*");
+        tx.process_request_headers();
+        assert_eq!(tx_var(&tx, "h_host").as_deref(), Some("host|"));
+        assert_eq!(tx_var(&tx, "h_trace").as_deref(), Some("x-trace|x-"));
+        assert_eq!(tx_var(&tx, "h_accept").as_deref(), Some("accept|"));
+    }
+}
+
+#[test]
 fn matched_vars_start_empty_and_list_each_match_of_the_last_rule() {
     // Rule 1 matches two arguments; rule 2 sees both as MATCHED_VARS. A transaction
     // dropped and followed by another on the same rule set (its buffers are reused) must
