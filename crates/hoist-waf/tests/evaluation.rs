@@ -24,6 +24,17 @@ fn get(rules: &Arc<RuleSet>, uri: &str) -> Transaction {
     tx
 }
 
+/// Phase 1 of a GET of `uri` with these request headers.
+fn with_headers(rules: &Arc<RuleSet>, uri: &str, headers: &[(&str, &[u8])]) -> Transaction {
+    let mut tx = Transaction::new(rules.clone(), "10.0.0.1", "t");
+    tx.process_request_line("GET", uri, "HTTP/1.1");
+    for (name, value) in headers {
+        tx.add_request_header(name, value);
+    }
+    tx.process_request_headers();
+    tx
+}
+
 fn tx_var(tx: &Transaction, name: &str) -> Option<String> {
     tx.tx_var(name)
         .map(|v| String::from_utf8_lossy(v).into_owned())
@@ -369,12 +380,12 @@ SecRule RESPONSE_HEADERS:Content-Type "@rx ." "id:15,phase:3,pass,nolog,setvar:t
 "#,
     );
     for _ in 0..3 {
-        let mut big = Transaction::new(r.clone(), "10.0.0.1", "t");
-        big.process_request_line("GET", "/?a=first&b=second&c=third", "HTTP/1.1");
-        big.add_request_header("Host", b"example.com");
-        big.add_request_header("Cookie", b"s=1; t=2");
-        big.add_request_header("Accept", b"*/*");
-        big.process_request_headers();
+        let headers: [(&str, &[u8]); 3] = [
+            ("Host", b"example.com"),
+            ("Cookie", b"s=1; t=2"),
+            ("Accept", b"*/*"),
+        ];
+        let mut big = with_headers(&r, "/?a=first&b=second&c=third", &headers);
         big.process_request_body();
         big.set_response_status(200, "HTTP/1.1");
         big.add_response_header("Content-Type", b"text/html");
@@ -403,12 +414,12 @@ fn each_matching_variable_gets_its_own_captures() {
         r#"SecRule REQUEST_HEADERS_NAMES "@rx ^(x-)?(.*)$" "id:1,phase:1,pass,nolog,capture,t:lowercase,setvar:'tx.h_%{tx.2}=%{tx.0}|%{tx.1}'""#,
     );
     for _ in 0..2 {
-        let mut tx = Transaction::new(r.clone(), "10.0.0.1", "t");
-        tx.process_request_line("GET", "/", "HTTP/1.1");
-        tx.add_request_header("Host", b"example.com");
-        tx.add_request_header("X-Trace", b"1");
-        tx.add_request_header("Accept", b"*/*");
-        tx.process_request_headers();
+        let headers: [(&str, &[u8]); 3] = [
+            ("Host", b"example.com"),
+            ("X-Trace", b"1"),
+            ("Accept", b"*/*"),
+        ];
+        let tx = with_headers(&r, "/", &headers);
         assert_eq!(tx_var(&tx, "h_host").as_deref(), Some("host|"));
         assert_eq!(tx_var(&tx, "h_trace").as_deref(), Some("x-trace|x-"));
         assert_eq!(tx_var(&tx, "h_accept").as_deref(), Some("accept|"));
