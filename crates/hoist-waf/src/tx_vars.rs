@@ -39,9 +39,11 @@ pub(crate) struct TxVars {
     spare: Vec<(String, Vec<u8>)>,
 }
 
-/// At most this many removed entries' buffers are kept, each at most `MAX_SPARE_BYTES`.
-const MAX_SPARE: usize = 256;
-const MAX_SPARE_BYTES: usize = 4096;
+/// At most this many removed entries' buffers are kept, each at most `MAX_SPARE_BYTES`
+/// (name and value): the per-header names are short, and a pooled TX (two per scratch set,
+/// see `scratch`) must not pin more than a few KB for a request that had odd headers.
+const MAX_SPARE: usize = 128;
+const MAX_SPARE_BYTES: usize = 256;
 
 impl TxVars {
     pub fn with_capacity(capacity: usize) -> TxVars {
