@@ -23,8 +23,11 @@ const PAIR_WORDS: usize = 1 << (16 - 6);
 /// overlapping search would); ids are indexes into the slice `new` was given.
 #[derive(Debug)]
 pub(crate) struct LiteralScan {
-    /// The literals, ASCII-lowercased.
-    literals: Vec<Vec<u8>>,
+    /// The literals, ASCII-lowercased, one after another (`spans` says where): checking a
+    /// candidate reads two small arrays instead of chasing a pointer to a heap block.
+    bytes: Vec<u8>,
+    /// Per literal id, (start in `bytes`, length).
+    spans: Vec<(u32, u32)>,
     /// Literals of four or more bytes, by their first four.
     quads: Table,
     /// Bit `hash(first four bytes) >> (32 - QUAD_FILTER_LOG2)` set for each key of `quads`.
@@ -143,8 +146,18 @@ impl LiteralScan {
             }
         }
         singles.sort_unstable();
+        let mut bytes = Vec::new();
+        let mut spans = Vec::with_capacity(literals.len());
+        for l in &literals {
+            spans.push((
+                u32::try_from(bytes.len()).ok()?,
+                u32::try_from(l.len()).ok()?,
+            ));
+            bytes.extend_from_slice(l);
+        }
         Some(LiteralScan {
-            literals,
+            bytes,
+            spans,
             quads: Table::build(quads)?,
             quad_filter,
             pairs: Table::build(pairs)?,
@@ -206,9 +219,11 @@ impl LiteralScan {
     /// followed by `third`, with `left` bytes of the value from the position on.
     fn found_pair(&self, pair: u32, third: u8, left: usize, found: &mut impl FnMut(u32)) {
         for &id in self.pairs.get(pair) {
-            let ok = match self.literals.get(id as usize).map(Vec::as_slice) {
-                Some([_, _]) => left >= 2,
-                Some([_, _, z]) => left >= 3 && third == *z,
+            let ok = match self.spans.get(id as usize) {
+                Some(&(_, 2)) => left >= 2,
+                Some(&(start, 3)) => {
+                    left >= 3 && self.bytes.get(start as usize + 2) == Some(&third)
+                }
                 _ => false,
             };
             if ok {
@@ -224,8 +239,15 @@ impl LiteralScan {
             return;
         }
         for &id in self.quads.get(quad) {
-            let rest = self.literals.get(id as usize).and_then(|l| l.get(4..));
-            if rest.is_some_and(|r| after.starts_with(r)) {
+            let Some(&(start, len)) = self.spans.get(id as usize) else {
+                continue;
+            };
+            let rest = self
+                .bytes
+                .get(start as usize + 4..(start + len) as usize)
+                .unwrap_or(&[]);
+            // Byte by byte: most rests are a few bytes, fewer than a memcmp call costs.
+            if rest.len() <= after.len() && rest.iter().zip(after).all(|(l, b)| l == b) {
                 found(id);
             }
         }

@@ -20,8 +20,11 @@ use crate::literals::{Set, MAX_REQUIRED};
 #[derive(Debug)]
 pub struct Prefilter {
     literals: Option<LiteralScan>,
-    /// Pattern index → the sets (rule slots or further sets) that contain it.
-    slots_of: Vec<Vec<u32>>,
+    /// Pattern index → its range in `pattern_masks`: (word, bits) pairs of the sets (rule
+    /// slots or further sets) that contain it. CRS's short words are in dozens of sets
+    /// each ("or" is found twice in "ordinary words"): one OR per word of sets, not per set.
+    pattern_at: Vec<std::ops::Range<u32>>,
+    pattern_masks: Vec<(u32, u64)>,
     /// The bytes some set has as a one-byte literal (both ASCII cases of a letter).
     bytes: Vec<u8>,
     /// Per byte value, its range in `byte_masks`: (word, bits) pairs of the sets that
@@ -148,9 +151,21 @@ impl Prefilter {
             }
             byte_at.push(start..byte_masks.len());
         }
+        let mut pattern_at = Vec::with_capacity(slots_of.len());
+        let mut pattern_masks = Vec::new();
+        for slots in &slots_of {
+            let mut words: std::collections::BTreeMap<u32, u64> = Default::default();
+            for &n in slots {
+                *words.entry(n / 64).or_default() |= 1 << (n % 64);
+            }
+            let start = u32::try_from(pattern_masks.len()).ok()?;
+            pattern_masks.extend(words);
+            pattern_at.push(start..u32::try_from(pattern_masks.len()).ok()?);
+        }
         Some(Prefilter {
             literals,
-            slots_of,
+            pattern_at,
+            pattern_masks,
             bytes,
             byte_at,
             byte_masks,
@@ -219,14 +234,15 @@ impl Prefilter {
         }
         if let Some(literals) = &self.literals {
             literals.scan(value, |pattern| {
-                for &n in self
-                    .slots_of
+                let at = self
+                    .pattern_at
                     .get(pattern as usize)
-                    .map_or(&[][..], Vec::as_slice)
-                {
-                    let n = n as usize;
-                    if let Some(w) = sets.get_mut(n / 64) {
-                        *w |= 1 << (n % 64);
+                    .cloned()
+                    .unwrap_or(0..0);
+                let masks = self.pattern_masks.get(at.start as usize..at.end as usize);
+                for &(w, m) in masks.unwrap_or(&[]) {
+                    if let Some(word) = sets.get_mut(w as usize) {
+                        *word |= m;
                     }
                 }
             });
