@@ -240,6 +240,33 @@ SecRule ARGS "@rx [xX]" "id:3,phase:1,pass,nolog,t:none,setvar:tx.x=1"
     assert_eq!(tx_var(&tx, "x").as_deref(), Some("1"));
 }
 
+/// Values over 4 KB are not scanned by the prefilter (their hits count as unknown): rules
+/// still match them, in the body and in an argument, before and after a transformation,
+/// and still do not where the literal is absent.
+#[test]
+fn values_too_long_to_prefilter_are_still_matched() {
+    let r = rules(
+        r#"
+SecRequestBodyAccess On
+SecRule REQUEST_BODY "@rx evil" "id:1,phase:2,pass,nolog,t:none,setvar:tx.body=1"
+SecRule ARGS "@rx evil" "id:2,phase:2,pass,nolog,t:none,setvar:tx.arg=1"
+SecRule ARGS "@rx e v i l" "id:3,phase:2,pass,nolog,t:none,t:urlDecodeUni,setvar:tx.decoded=1"
+"#,
+    );
+    for len in [4000, 4096, 4097, 9000] {
+        let filler = "x".repeat(len);
+        let tx = post(&r, "/", format!("a={filler}evil").as_bytes());
+        assert_eq!(tx_var(&tx, "body").as_deref(), Some("1"), "{len}");
+        assert_eq!(tx_var(&tx, "arg").as_deref(), Some("1"), "{len}");
+        let tx = post(&r, "/", format!("a={filler}%2565%2520v+i+l").as_bytes());
+        assert_eq!(tx_var(&tx, "decoded").as_deref(), Some("1"), "{len}");
+        let tx = post(&r, "/", format!("a={filler}evi").as_bytes());
+        assert_eq!(tx_var(&tx, "body"), None, "{len}");
+        assert_eq!(tx_var(&tx, "arg"), None, "{len}");
+        assert_eq!(tx_var(&tx, "decoded"), None, "{len}");
+    }
+}
+
 #[test]
 fn a_regex_needing_two_literals_matches_only_where_both_occur() {
     // Requires `$` and one of the words: the prefilter checks both sets (`literals`).
