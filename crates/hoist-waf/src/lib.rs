@@ -40,6 +40,8 @@ pub mod rule_profile;
 pub mod rules;
 mod scratch;
 mod sqli;
+#[cfg(test)]
+mod test_rng;
 mod transaction;
 pub mod transforms;
 mod tx_vars;

@@ -383,13 +383,7 @@ mod tests {
     /// drawn from their own bytes (so that most positions start some literal).
     #[test]
     fn agrees_with_aho_corasick() {
-        let mut x = 0x9E37_79B9_7F4A_7C15u64;
-        let mut next = move || {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            x
-        };
+        let mut next = crate::test_rng::xorshift(0x9E37_79B9_7F4A_7C15);
         let alphabet = b"abcABC01 %'(/*-;<>\0\xc3\xa9";
         let pick = |r: u64| alphabet[(r % alphabet.len() as u64) as usize];
         let literals: Vec<Vec<u8>> = (0..3000)
