@@ -63,6 +63,56 @@ fn is_collection(var: VarName) -> bool {
 pub(crate) const XML_TEXTS_LIST: u8 = 14;
 pub(crate) const XML_ATTRIBUTES_LIST: u8 = 15;
 
+/// The pair lists behind a collection variable, as codes: 0 ARGS_GET, 1 ARGS_POST, 2
+/// cookies, 3 request headers, 4 response headers, 5 FILES, 6 multipart part headers.
+fn pair_codes(var: VarName) -> [Option<u8>; 2] {
+    use VarName::*;
+    match var {
+        Args | ArgsNames => [Some(0), Some(1)],
+        ArgsGet | ArgsGetNames => [Some(0), None],
+        ArgsPost | ArgsPostNames => [Some(1), None],
+        RequestCookies | RequestCookiesNames => [Some(2), None],
+        RequestHeaders | RequestHeadersNames => [Some(3), None],
+        ResponseHeaders | ResponseHeadersNames => [Some(4), None],
+        Files | FilesNames => [Some(5), None],
+        MultipartPartHeaders => [Some(6), None],
+        _ => [None, None],
+    }
+}
+
+/// Whether a collection variable yields its members' names rather than their values.
+fn yields_names(var: VarName) -> bool {
+    matches!(
+        var,
+        VarName::ArgsNames
+            | VarName::ArgsGetNames
+            | VarName::ArgsPostNames
+            | VarName::RequestCookiesNames
+            | VarName::RequestHeadersNames
+            | VarName::ResponseHeadersNames
+            | VarName::FilesNames
+            | VarName::MatchedVarsNames
+    )
+}
+
+/// The cache lists (see [`Slot`]) whose members `var` reads: what `visit` and `collect` give
+/// their items' slots.
+pub(crate) fn member_lists(var: VarName) -> impl Iterator<Item = u8> {
+    let xml: &[u8] = match var {
+        VarName::Xml => &[XML_TEXTS_LIST, XML_ATTRIBUTES_LIST],
+        _ => &[],
+    };
+    let names = yields_names(var);
+    pair_codes(var)
+        .into_iter()
+        .flatten()
+        .filter_map(move |code| match member_slot(code, names, 0) {
+            Some(Slot::Member { list, .. }) => Some(list),
+            _ => None,
+        })
+        .chain(xml.iter().copied())
+}
+
 /// Pair list `code` (0..=6) has names at `2 * code + 1` and values at `2 * code`; XML lists
 /// are 14 and 15.
 fn member_slot(code: u8, names: bool, index: usize) -> Option<Slot> {
@@ -78,30 +128,31 @@ fn member_slot(code: u8, names: bool, index: usize) -> Option<Slot> {
 }
 
 impl Transaction {
-    /// The collections behind `var`, each with its cache list number (see [`Slot`]): lists
-    /// that are only appended to have one; MATCHED_VARS, rewritten per rule, has none.
+    /// The collections behind `var`, each with its code (see `pair_codes`): lists that are
+    /// only appended to have one; MATCHED_VARS, rewritten per rule, has none.
     fn pairs(&self, var: VarName) -> [(&PairSlice, Option<u8>); 2] {
         use VarName::*;
-        let none: (&PairSlice, Option<u8>) = (&self.empty, None);
-        match var {
-            Args | ArgsNames => [
-                (self.args_get.as_slice(), Some(0)),
-                (self.args_post.as_slice(), Some(1)),
-            ],
-            ArgsGet | ArgsGetNames => [(self.args_get.as_slice(), Some(0)), none],
-            ArgsPost | ArgsPostNames => [(self.args_post.as_slice(), Some(1)), none],
-            RequestCookies | RequestCookiesNames => [(self.cookies.as_slice(), Some(2)), none],
-            RequestHeaders | RequestHeadersNames => {
-                [(self.request_headers.as_slice(), Some(3)), none]
+        let codes = pair_codes(var);
+        let slice = |code: Option<u8>| -> &PairSlice {
+            match code {
+                Some(0) => self.args_get.as_slice(),
+                Some(1) => self.args_post.as_slice(),
+                Some(2) => self.cookies.as_slice(),
+                Some(3) => self.request_headers.as_slice(),
+                Some(4) => self.response_headers.as_slice(),
+                Some(5) => &self.files,
+                Some(6) => &self.multipart_part_headers,
+                _ if matches!(var, MatchedVars | MatchedVarsNames) => self.matched_vars.as_slice(),
+                _ => &self.empty,
             }
-            ResponseHeaders | ResponseHeadersNames => {
-                [(self.response_headers.as_slice(), Some(4)), none]
-            }
-            Files | FilesNames => [(&self.files, Some(5)), none],
-            MultipartPartHeaders => [(&self.multipart_part_headers, Some(6)), none],
-            MatchedVars | MatchedVarsNames => [(self.matched_vars.as_slice(), None), none],
-            _ => [none, none],
-        }
+        };
+        let [a, b] = codes;
+        let first = (slice(a), a);
+        let second = match b {
+            Some(_) => (slice(b), b),
+            None => (&self.empty as &PairSlice, None),
+        };
+        [first, second]
     }
 
     /// Scalar variables; `None` when unset (so it yields no item at all).
@@ -289,17 +340,7 @@ impl Transaction {
         let excluded = |key: &str| exclusions.iter().any(|e| e.excludes(var, key));
         match var {
             _ if is_collection(var) => {
-                let names = matches!(
-                    var,
-                    VarName::ArgsNames
-                        | VarName::ArgsGetNames
-                        | VarName::ArgsPostNames
-                        | VarName::RequestCookiesNames
-                        | VarName::RequestHeadersNames
-                        | VarName::ResponseHeadersNames
-                        | VarName::FilesNames
-                        | VarName::MatchedVarsNames
-                );
+                let names = yields_names(var);
                 for (pairs, code) in self.pairs(var) {
                     for (index, (k, v)) in pairs.iter().enumerate() {
                         if !target.selector.matches(k) || excluded(k) {
