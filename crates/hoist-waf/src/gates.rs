@@ -22,7 +22,7 @@ use crate::chains::ChainId;
 use crate::collections::Items;
 use crate::prefilter::has_slot;
 use crate::prefilter::Prefilter;
-use crate::rules::Rule;
+use crate::rules::{Rule, RuleSet};
 use crate::transaction::Transaction;
 use crate::values::ValueCache;
 use crate::variables::{Selector, Target, Targets, VarName};
@@ -245,7 +245,7 @@ impl Transaction {
             _ => {
                 let items = collected.insert(Items::new());
                 self.collect(&rules.gates.get(gi)?.target, &[], items);
-                let summary = summarize(items, cache, bits, chains, prefilter);
+                let summary = summarize(items, cache, bits, chains, rules);
                 if targets.len() <= t {
                     targets.resize(t + 1, None);
                 }
@@ -286,8 +286,8 @@ impl Transaction {
             if cache.keeps_hits(slot, &item.value, chain_mask, chains) {
                 continue;
             }
-            let (_, value_hits) =
-                cache.get(slot, &item.value, def.chain, &rules.chains, Some(prefilter));
+            let p = rules.value_prefilter(slot, &item.key);
+            let (_, value_hits) = cache.get(slot, &item.value, def.chain, &rules.chains, p);
             match (value_hits, bits.get_mut(start..)) {
                 (Some(h), Some(union)) => union.iter_mut().zip(h).for_each(|(u, b)| *u |= b),
                 _ => {
@@ -310,9 +310,9 @@ fn summarize(
     cache: &mut ValueCache,
     bits: &mut Vec<u64>,
     chains: usize,
-    prefilter: &Prefilter,
+    rules: &RuleSet,
 ) -> TargetSummary {
-    let words = prefilter.words();
+    let words = rules.prefilter().map_or(0, Prefilter::words);
     let start = bits.len();
     bits.resize(start + words, 0);
     let mut keeping = u64::MAX;
@@ -323,7 +323,10 @@ fn summarize(
                 hits: None,
             };
         };
-        let Some((mask, own)) = cache.own_hits(slot, &item.value, chains, prefilter) else {
+        let own = rules
+            .value_prefilter(slot, &item.key)
+            .and_then(|p| cache.own_hits(slot, &item.value, chains, p));
+        let Some((mask, own)) = own else {
             return TargetSummary {
                 keeping: 0,
                 hits: None,

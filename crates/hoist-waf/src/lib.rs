@@ -45,6 +45,7 @@ mod test_rng;
 mod transaction;
 pub mod transforms;
 mod tx_vars;
+mod value_class;
 mod values;
 pub mod variables;
 

@@ -41,6 +41,9 @@ pub struct Prefilter {
     words: usize,
     /// u64 words of every set's bit, during a scan.
     scan_words: usize,
+    /// The slots of prefiltered rules this prefilter does not look for (see `build_for`):
+    /// set in every scan's result, "may match". Empty when it looks for every rule.
+    unknown: Vec<u64>,
 }
 
 /// Drops literals that contain another literal of the same set: the shorter one occurs
@@ -78,7 +81,24 @@ impl Prefilter {
     /// `rules[slot]` are the literal sets of the rule given that slot, each required (as
     /// `required_sets` gives them); a rule without sets is not prefiltered.
     pub fn build(rules: &[Vec<Set>]) -> Option<Prefilter> {
+        Prefilter::build_for(rules, |_| true)
+    }
+
+    /// A prefilter for the rules whose slot `include` accepts, with the same slots as
+    /// `build(rules)`: the scan of a kind of value that only those rules read (see
+    /// `value_class`) looks for fewer literals. The other rules' bits are always set, so a
+    /// reader the value's class left out is told "may match", never a wrong "cannot".
+    pub fn build_for(rules: &[Vec<Set>], include: impl Fn(usize) -> bool) -> Option<Prefilter> {
         let words = rules.len().div_ceil(64);
+        let mut unknown = vec![0u64; words];
+        for (slot, sets) in rules.iter().enumerate() {
+            if !sets.is_empty() && !include(slot) {
+                unknown[slot / 64] |= 1 << (slot % 64);
+            }
+        }
+        if unknown.iter().all(|&w| w == 0) {
+            unknown.clear();
+        }
         let mut conjunctions = vec![0..0; rules.len()];
         let mut further = Vec::new();
         let mut conjunctive = vec![0u64; words];
@@ -86,7 +106,7 @@ impl Prefilter {
         // further ones numbers from `rules.len()` on.
         let mut numbered: Vec<(usize, &Set)> = Vec::new();
         for (slot, sets) in rules.iter().enumerate() {
-            let Some((first, rest)) = sets.split_first() else {
+            let Some((first, rest)) = sets.split_first().filter(|_| include(slot)) else {
                 continue;
             };
             let rest: Vec<&Set> = rest.iter().filter(|s| worth_adding(s)).collect();
@@ -174,11 +194,17 @@ impl Prefilter {
             conjunctive,
             words,
             scan_words,
+            unknown,
         })
     }
 
     pub fn words(&self) -> usize {
         self.words
+    }
+
+    /// How many literals (one-byte ones counted once per byte value) it looks for.
+    pub fn literal_count(&self) -> usize {
+        self.pattern_at.len() + self.bytes.len()
     }
 
     /// Sets in `bits` (of length `words()`) the slot of every rule each of whose literal sets
@@ -197,6 +223,9 @@ impl Prefilter {
         self.scan_sets(value, sets);
         for (out, set) in bits.iter_mut().zip(sets.iter()) {
             *out = *set;
+        }
+        for (out, unknown) in bits.iter_mut().zip(&self.unknown) {
+            *out |= unknown;
         }
     }
 

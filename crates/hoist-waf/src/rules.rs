@@ -11,6 +11,8 @@ use crate::operators::{Operator, Pattern};
 use crate::parser::{self, Directive};
 use crate::prefilter::Prefilter;
 use crate::transforms::Transform;
+use crate::value_class::ValueClasses;
+use crate::values::Slot;
 use crate::variables::Targets;
 use std::path::Path;
 use std::sync::{Arc, OnceLock};
@@ -94,6 +96,8 @@ pub struct RuleSet {
     pub chains: Chains,
     /// One scan over the literals of every prefiltered rule.
     pub(crate) prefilter: Option<Prefilter>,
+    /// Narrower scans for values only some prefiltered rules read (see `value_class`).
+    pub(crate) value_classes: ValueClasses,
     /// The (target, chain) pairs rules are gated on, indexed by gate id.
     pub(crate) gates: Vec<crate::gates::GateDef>,
     /// Per gate id, what its union's computation reads first (see `GateKey`).
@@ -137,6 +141,8 @@ impl RuleSet {
     /// every prefix (base64Decode and all) cost more to scan than their regexes (measured).
     fn intern_chains(&mut self) {
         let mut literal_sets: Vec<Vec<Vec<Vec<u8>>>> = Vec::new();
+        // Per slot, the rule's targets: which values its bit is read for.
+        let mut slot_targets: Vec<Vec<crate::variables::Target>> = Vec::new();
         let mut gates = crate::gates::GateTable::default();
         for entry in self.phases.iter_mut().flatten() {
             let Entry::Rule(head) = entry else { continue };
@@ -157,6 +163,7 @@ impl RuleSet {
                 if let Some(lits) = literals {
                     rule.prefilter_slot = u32::try_from(literal_sets.len()).ok();
                     literal_sets.push(lits);
+                    slot_targets.push(rule.targets.targets.clone());
                     if !rule.negated && !rule.actions.multi_match {
                         rule.gates = gates.assign(&rule.targets, rule.chain);
                     }
@@ -165,6 +172,11 @@ impl RuleSet {
             }
         }
         self.prefilter = Prefilter::build(&literal_sets);
+        if let Some(full) = &self.prefilter {
+            let targets: Vec<&[crate::variables::Target]> =
+                slot_targets.iter().map(Vec::as_slice).collect();
+            self.value_classes = ValueClasses::build(&targets, &literal_sets, full);
+        }
         if self.prefilter.is_none() {
             // No prefilter (no literals, or it could not be built): nothing may be gated.
             for entry in self.phases.iter_mut().flatten() {
@@ -226,6 +238,12 @@ impl RuleSet {
         self.prefilter.as_ref()
     }
 
+    /// The prefilter that scans the value in `slot` (key `key` in its collection).
+    pub(crate) fn value_prefilter(&self, slot: Slot, key: &str) -> Option<&Prefilter> {
+        let full = self.prefilter.as_ref()?;
+        Some(self.value_classes.prefilter(full, slot, key))
+    }
+
     pub(crate) fn constant_plan(self: &Arc<Self>) -> &ConstantPlan {
         self.constant_plan.get_or_init(|| ConstantPlan::build(self))
     }
@@ -273,6 +291,7 @@ impl Builder {
             default_disruptive: Default::default(),
             chains: Chains::default(),
             prefilter: None,
+            value_classes: ValueClasses::default(),
             gates: Vec::new(),
             gate_keys: Vec::new(),
             heads: Heads::default(),

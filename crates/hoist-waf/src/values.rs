@@ -42,7 +42,7 @@ pub(crate) fn scalar_slot(var: VarName) -> Option<Slot> {
     Some(Slot::Scalar(code))
 }
 
-const SCALARS: usize = 10;
+pub(crate) const SCALARS: usize = 10;
 /// At most this many emptied buffers are kept for the next transaction, each at most
 /// `MAX_SPARE_BYTES` long (a 10 KB body's decoded copies are not worth keeping).
 const MAX_SPARE_BUFFERS: usize = 4096;
