@@ -214,12 +214,24 @@ impl Transaction {
             captures: Vec::new(),
             hits: &mut hits,
             hit_captures: &mut hit_captures,
-            prefilter: rule
-                .prefilter_slot
-                .and_then(|slot| Some((slot, rules.prefilter()?))),
+            prefilter: None,
+            per_item: false,
             chain_mask: rules.chains.mask(rule.chain),
         };
-        for target in &rule.targets.targets {
+        let full = rule
+            .prefilter_slot
+            .and_then(|slot| Some((slot, rules.prefilter()?)));
+        for (i, target) in rule.targets.targets.iter().enumerate() {
+            // The prefilter of the target's values (see `value_class`): one for all of them
+            // unless it depends on each member's key.
+            if let Some((slot, p)) = full {
+                let class = rule.target_classes.get(i).copied().flatten();
+                state.prefilter = Some((
+                    slot,
+                    class.map_or(p, |c| rules.value_classes.of_class(p, c)),
+                ));
+                state.per_item = class.is_none();
+            }
             // Collections and scalars are taken one item at a time; TX, XML and counts are
             // gathered first (few items, and a count needs them all).
             if Transaction::visitable(target) {
@@ -254,12 +266,14 @@ impl Transaction {
             hits,
             hit_captures,
             prefilter,
+            per_item,
             chain_mask,
         } = state;
         let rules = &self.rules;
-        // The scan of the value's class (see `value_class`): the same slots, fewer literals.
+        // The scan of the value's class (see `value_class`), when the target's values have
+        // no one class: the same slots, fewer literals.
         let prefilter = match (*prefilter, item.slot) {
-            (Some((rule_slot, _)), Some(vslot)) => rules
+            (Some((rule_slot, _)), Some(vslot)) if *per_item => rules
                 .value_prefilter(vslot, &item.key)
                 .map(|p| (rule_slot, p)),
             (p, _) => p,
@@ -644,8 +658,11 @@ struct ItemState<'r> {
     /// (name, transformed value) per matching item, and its captures.
     hits: &'r mut PairList,
     hit_captures: &'r mut Vec<Option<Vec<Vec<u8>>>>,
-    /// The rule's prefilter slot and the prefilter, when it has one.
+    /// The rule's prefilter slot and the prefilter of the current target's values, when the
+    /// rule has one.
     prefilter: Option<(u32, &'r crate::prefilter::Prefilter)>,
+    /// Whether that prefilter depends on each value's key (`ValueClasses::for_var`).
+    per_item: bool,
     /// `Chains::mask` of the rule's chain.
     chain_mask: u64,
 }

@@ -281,6 +281,7 @@ impl LiteralScan {
 
     /// The literals of two or three bytes at a position whose first two bytes are `pair`,
     /// followed by `third`, with `left` bytes of the value from the position on.
+    #[inline(always)]
     fn found_pair(&self, pair: u32, third: u8, left: usize, found: &mut impl FnMut(u32)) {
         for &id in self.pairs.get(pair) {
             let ok = match self.spans.get(id as usize) {
@@ -298,6 +299,7 @@ impl LiteralScan {
 
     /// The literals of four or more bytes at a position whose first four bytes are `quad`;
     /// `after` is the value after those four bytes.
+    #[inline(always)]
     fn found_quad(&self, quad: u32, after: &[u8], left: usize, found: &mut impl FnMut(u32)) {
         if left < 4 {
             return;

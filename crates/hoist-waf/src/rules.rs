@@ -38,6 +38,9 @@ pub struct Rule {
     /// The (target, chain) unions whose prefilter bits decide whether this rule can match at
     /// all in a transaction; `None` when it is always evaluated.
     pub gates: Option<Vec<u32>>,
+    /// Per target, the value class of every value it yields (`ValueClasses::class_of_var`),
+    /// `None` where it depends on each member's key; empty without a prefilter slot.
+    pub(crate) target_classes: Vec<Option<u8>>,
     pub actions: Actions,
     pub log: bool,
     pub disruptive: Disruptive,
@@ -176,6 +179,19 @@ impl RuleSet {
             let targets: Vec<&[crate::variables::Target]> =
                 slot_targets.iter().map(Vec::as_slice).collect();
             self.value_classes = ValueClasses::build(&targets, &literal_sets, full);
+            for entry in self.phases.iter_mut().flatten() {
+                let Entry::Rule(head) = entry else { continue };
+                let mut link: Option<&mut Rule> = Some(head);
+                while let Some(rule) = link {
+                    if rule.prefilter_slot.is_some() {
+                        let classes = &self.value_classes;
+                        rule.target_classes = (rule.targets.targets.iter())
+                            .map(|t| classes.class_of_var(t.var))
+                            .collect();
+                    }
+                    link = rule.chained.as_deref_mut();
+                }
+            }
         }
         if self.prefilter.is_none() {
             // No prefilter (no literals, or it could not be built): nothing may be gated.
@@ -239,6 +255,7 @@ impl RuleSet {
     }
 
     /// The prefilter that scans the value in `slot` (key `key` in its collection).
+    #[inline]
     pub(crate) fn value_prefilter(&self, slot: Slot, key: &str) -> Option<&Prefilter> {
         let full = self.prefilter.as_ref()?;
         Some(self.value_classes.prefilter(full, slot, key))
@@ -481,6 +498,7 @@ impl Builder {
             skip_after_index: None,
             prefilter_slot: None,
             gates: None,
+            target_classes: Vec::new(),
             log: actions.log.unwrap_or(defaults.log),
             disruptive: actions.disruptive.clone().unwrap_or(defaults.disruptive),
             chained: None,

@@ -20,7 +20,7 @@ use crate::collections::member_lists;
 use crate::literals::Set;
 use crate::prefilter::Prefilter;
 use crate::values::{scalar_slot, Slot, LISTS, SCALARS};
-use crate::variables::{Selector, Target};
+use crate::variables::{Selector, Target, VarName};
 
 /// The full prefilter's class.
 const FULL: u8 = 0;
@@ -110,20 +110,52 @@ impl ValueClasses {
     }
 
     /// The prefilter for the value in `slot`, whose key (for a collection member) is `key`.
+    /// Runs for every value of every prefiltered rule evaluated (thousands per form POST):
+    /// a list with the full class, like ARGS in CRS, is answered without reading the key.
+    #[inline]
     pub fn prefilter<'a>(&'a self, full: &'a Prefilter, slot: Slot, key: &str) -> &'a Prefilter {
         let class = match slot {
             Slot::Scalar(code) => self.scalars.get(usize::from(code)).copied(),
             Slot::Member { list, .. } => {
                 let list = usize::from(list);
-                self.lists.get(list).copied().filter(|_| {
-                    !self
-                        .named
-                        .get(list)
-                        .is_some_and(|keys| keys.iter().any(|k| k.eq_ignore_ascii_case(key)))
-                })
+                match self.lists.get(list).copied() {
+                    Some(FULL) | None => None,
+                    Some(class) => {
+                        let named = self.named.get(list).map_or(&[][..], Vec::as_slice);
+                        (!named.iter().any(|k| k.eq_ignore_ascii_case(key))).then_some(class)
+                    }
+                }
             }
         };
-        match class.unwrap_or(FULL).checked_sub(1) {
+        self.of_class(full, class.unwrap_or(FULL))
+    }
+
+    /// The class of every value `var` yields, when it does not depend on the member's key
+    /// (`None`: ask `prefilter` per value). Load time: rules keep it per target.
+    pub fn class_of_var(&self, var: VarName) -> Option<u8> {
+        if let Some(Slot::Scalar(code)) = scalar_slot(var) {
+            return self.scalars.get(usize::from(code)).copied();
+        }
+        let mut class = None;
+        for list in member_lists(var) {
+            let list = usize::from(list);
+            let c = *self.lists.get(list)?;
+            if c != FULL && self.named.get(list).is_some_and(|n| !n.is_empty()) {
+                return None;
+            }
+            if class.is_some_and(|other| other != c) {
+                return None;
+            }
+            class = Some(c);
+        }
+        // No list (TX, counts...): no slot, so no value of it is scanned.
+        Some(class.unwrap_or(FULL))
+    }
+
+    /// The prefilter of class `class`.
+    #[inline]
+    pub fn of_class<'a>(&'a self, full: &'a Prefilter, class: u8) -> &'a Prefilter {
+        match class.checked_sub(1) {
             Some(i) => self.narrow.get(usize::from(i)).unwrap_or(full),
             None => full,
         }
@@ -139,7 +171,7 @@ impl ValueClasses {
 
 #[cfg(test)]
 mod tests {
-    use crate::prefilter::has_slot;
+    use crate::prefilter::{has_slot, Prefilter};
     use crate::rules::{Entry, RuleSet};
     use crate::values::Slot;
     use crate::Transaction;
@@ -205,6 +237,21 @@ SecRule ARGS|REQUEST_LINE "@rx argsonly" "id:3,phase:1,pass,nolog,setvar:tx.args
             crate::values::scalar_slot(crate::variables::VarName::RequestLine).expect("a slot");
         assert_eq!(scan(&rules, line, "", "nothing"), [true, true, false]);
         assert_eq!(scan(&rules, line, "", "argsonly"), [true, true, true]);
+        // One class per target where the key does not matter, the one `prefilter` gives.
+        let classes = &rules.value_classes;
+        use crate::variables::VarName;
+        assert!(classes.class_of_var(VarName::RequestHeaders).is_none());
+        let of_var = |var| classes.class_of_var(var).map(|c| classes.of_class(full, c));
+        let same = |a: Option<&Prefilter>, b: Option<&Prefilter>| matches!((a, b), (Some(a), Some(b)) if std::ptr::eq(a, b));
+        assert!(same(
+            of_var(VarName::RequestLine),
+            rules.value_prefilter(line, "")
+        ));
+        for list in [0, 2] {
+            let arg = Slot::Member { list, index: 3 };
+            assert!(same(of_var(VarName::Args), rules.value_prefilter(arg, "a")));
+        }
+        assert!(!same(of_var(VarName::Args), Some(full)));
     }
 
     #[test]
