@@ -661,7 +661,8 @@ struct ItemState<'r> {
     /// The rule's prefilter slot and the prefilter of the current target's values, when the
     /// rule has one.
     prefilter: Option<(u32, &'r crate::prefilter::Prefilter)>,
-    /// Whether that prefilter depends on each value's key (`ValueClasses::for_var`).
+    /// Whether that prefilter depends on each value's key (`Rule::target_classes` has no
+    /// class for the target): then each value asks `RuleSet::value_prefilter`.
     per_item: bool,
     /// `Chains::mask` of the rule's chain.
     chain_mask: u64,
