@@ -5,23 +5,19 @@
 //! each state's address comes from the previous one, so when the 2 MB automaton is not in
 //! the cache (in the proxy, TLS and the socket calls between two requests push it out) every
 //! byte waits for memory. Here each position is looked up on its own: its first four bytes
-//! (lowercased) hash to a bit in a bitmap (16 KB for all of CRS's literals) and its first two
-//! to a bit in another (8 KB, a bit per two-byte value), and only a set bit leads to a hash
-//! table of the literals that start with those bytes.
+//! (lowercased) hash to a bit in a 16 KB bitmap and its first two to a bit in an 8 KB one,
+//! and only a set bit leads to a hash table of the literals that start with those bytes.
 //! The loads of different positions do not depend on each other, so the CPU overlaps their
 //! misses, and the two bitmaps are small enough to stay cached between requests. A literal
 //! of four or more bytes is found by its first four; one of two or three by its first two;
 //! single bytes by a 256-bit table.
 
-/// The filters' sizes, in u64 words (four-byte filter, two-byte filter), from largest to
-/// smallest: the largest is 16 KB for CRS's ~6,400 literals and a bit per two-byte value;
-/// the scan of one kind of value (see `value_class`) looks for a few dozen to a few hundred
-/// literals, and a small filter keeps a long value's lookups in a few cache lines. A size is
-/// a type parameter of the scan loop, so its indexing compiles to constants.
-const SIZES: [(usize, usize); 3] = [(2048, 1024), (256, 256), (32, 32)];
-/// Filter bits per key at most: a position whose first bytes start no literal then finds
-/// its bit set about once in this many (a false candidate costs a table lookup).
-const BITS_PER_KEY: usize = 32;
+/// log2 of the bits in the four-byte filter: 16 KB, about 1 % full with CRS's literals.
+const QUAD_FILTER_LOG2: u32 = 17;
+/// u64 words of the four-byte filter.
+const QUAD_WORDS: usize = 1 << (QUAD_FILTER_LOG2 - 6);
+/// u64 words of the two-byte filter: a bit per two-byte value.
+const PAIR_WORDS: usize = 1 << (16 - 6);
 
 /// A literal that occurs is reported at every position it starts at (as Aho-Corasick's
 /// overlapping search would); ids are indexes into the slice `new` was given.
@@ -34,15 +30,12 @@ pub(crate) struct LiteralScan {
     spans: Vec<(u32, u32)>,
     /// Literals of four or more bytes, by their first four.
     quads: Table,
-    /// `quad_bit(first four bytes)` set for each key of `quads`; `SIZES[size].0` words.
-    quad_filter: Box<[u64]>,
+    /// Bit `hash(first four bytes) >> (32 - QUAD_FILTER_LOG2)` set for each key of `quads`.
+    quad_filter: Box<[u64; QUAD_WORDS]>,
     /// Literals of two or three bytes, by their first two.
     pairs: Table,
-    /// `pair_bit(first two bytes)` set for each key of `pairs`; `SIZES[size].1` words.
-    pair_filter: Box<[u64]>,
-
-    /// Index in `SIZES`: the smallest filters that hold the keys.
-    size: usize,
+    /// Bit `first two bytes as u16` set for each key of `pairs`.
+    pair_filter: Box<[u64; PAIR_WORDS]>,
     /// One-byte literals: (byte, id), sorted; `single_filter` has a bit per byte.
     singles: Vec<(u8, u32)>,
     single_filter: [u64; 4],
@@ -72,20 +65,6 @@ fn has_bit(bits: &[u64], at: usize) -> bool {
 fn set_bit(bits: &mut [u64], at: usize) {
     if let Some(w) = bits.get_mut(at / 64) {
         *w |= 1 << (at % 64);
-    }
-}
-
-fn quad_bit<const WORDS: usize>(quad: u32) -> usize {
-    (hash(quad) >> (32 - (WORDS.trailing_zeros() + 6))) as usize
-}
-
-/// The largest two-byte filter has a bit per value; a smaller one hashes (the multiplier is
-/// odd, so on 16 bits this spreads every key, and keeps distinct keys distinct).
-fn pair_bit<const WORDS: usize>(pair: u16) -> usize {
-    if WORDS * 64 >= 1 << 16 {
-        usize::from(pair)
-    } else {
-        usize::from(pair.wrapping_mul(0x9E37) >> (16 - (WORDS.trailing_zeros() + 6)))
     }
 }
 
@@ -138,6 +117,8 @@ impl LiteralScan {
         let literals: Vec<Vec<u8>> = literals.iter().map(|l| l.to_ascii_lowercase()).collect();
         let mut quads = std::collections::BTreeMap::<u32, Vec<u32>>::new();
         let mut pairs = std::collections::BTreeMap::<u32, Vec<u32>>::new();
+        let mut quad_filter = Box::new([0u64; QUAD_WORDS]);
+        let mut pair_filter = Box::new([0u64; PAIR_WORDS]);
         let mut singles = Vec::new();
         let mut single_filter = [0u64; 4];
         let mut empty = Vec::new();
@@ -152,40 +133,19 @@ impl LiteralScan {
                 [a, b] | [a, b, _] => {
                     let key = u32::from(u16::from_le_bytes([a, b]));
                     pairs.entry(key).or_default().push(id);
+                    set_bit(&mut pair_filter[..], key as usize);
                 }
                 [a, b, c, d, ..] => {
                     let key = u32::from_le_bytes([a, b, c, d]);
                     quads.entry(key).or_default().push(id);
+                    set_bit(
+                        &mut quad_filter[..],
+                        (hash(key) >> (32 - QUAD_FILTER_LOG2)) as usize,
+                    );
                 }
             }
         }
         singles.sort_unstable();
-        let keys = quads.len().max(pairs.len()) * BITS_PER_KEY;
-        let size = (0..SIZES.len())
-            .rev()
-            .find(|&i| SIZES[i].1 * 64 >= keys)
-            .unwrap_or(0);
-        let (quad_words, pair_words) = SIZES[size];
-        let mut quad_filter = vec![0u64; quad_words].into_boxed_slice();
-        let mut pair_filter = vec![0u64; pair_words].into_boxed_slice();
-        for &key in quads.keys() {
-            let bit = match size {
-                0 => quad_bit::<{ SIZES[0].0 }>(key),
-                1 => quad_bit::<{ SIZES[1].0 }>(key),
-                _ => quad_bit::<{ SIZES[2].0 }>(key),
-            };
-            set_bit(&mut quad_filter, bit);
-        }
-        for &key in pairs.keys() {
-            // Keys of `pairs` are two bytes.
-            let pair = key as u16;
-            let bit = match size {
-                0 => pair_bit::<{ SIZES[0].1 }>(pair),
-                1 => pair_bit::<{ SIZES[1].1 }>(pair),
-                _ => pair_bit::<{ SIZES[2].1 }>(pair),
-            };
-            set_bit(&mut pair_filter, bit);
-        }
         let mut bytes = Vec::new();
         let mut spans = Vec::with_capacity(literals.len());
         for l in &literals {
@@ -202,7 +162,6 @@ impl LiteralScan {
             quad_filter,
             pairs: Table::build(pairs)?,
             pair_filter,
-            size,
             singles,
             single_filter,
             empty,
@@ -240,40 +199,17 @@ impl LiteralScan {
                 }
             }
         }
-        match self.size {
-            0 => self.scan_windows::<{ SIZES[0].0 }, { SIZES[0].1 }>(lower, n, found),
-            1 => self.scan_windows::<{ SIZES[1].0 }, { SIZES[1].1 }>(lower, n, found),
-            _ => self.scan_windows::<{ SIZES[2].0 }, { SIZES[2].1 }>(lower, n, found),
-        }
-    }
-
-    /// The lookups of every position of `lower` (`n` bytes and the padding), with filters of
-    /// `QUAD` and `PAIR` words.
-    #[inline(always)]
-    fn scan_windows<const QUAD: usize, const PAIR: usize>(
-        &self,
-        lower: &[u8],
-        n: usize,
-        found: &mut impl FnMut(u32),
-    ) {
-        let (Ok(quad_filter), Ok(pair_filter)) = (
-            <&[u64; QUAD]>::try_from(&*self.quad_filter),
-            <&[u64; PAIR]>::try_from(&*self.pair_filter),
-        ) else {
-            return;
-        };
         // One window per position. Keys that reach into the padding are looked up too (no
         // branch here); the checks behind the filters reject what would not fit.
         for (i, w) in lower.windows(4).enumerate() {
             let &[a, b, c, d] = w else { break };
             let pair = u16::from_le_bytes([a, b]);
-            let bit = pair_bit::<PAIR>(pair);
-            if pair_filter[bit / 64 % PAIR] & (1 << (bit % 64)) != 0 {
+            if self.pair_filter[usize::from(pair) / 64 % PAIR_WORDS] & (1 << (pair % 64)) != 0 {
                 self.found_pair(u32::from(pair), c, n - i, found);
             }
             let quad = u32::from_le_bytes([a, b, c, d]);
-            let bit = quad_bit::<QUAD>(quad);
-            if quad_filter[bit / 64 % QUAD] & (1 << (bit % 64)) != 0 {
+            let bit = (hash(quad) >> (32 - QUAD_FILTER_LOG2)) as usize;
+            if self.quad_filter[bit / 64 % QUAD_WORDS] & (1 << (bit % 64)) != 0 {
                 self.found_quad(quad, lower.get(i + 4..n).unwrap_or(&[]), n - i, found);
             }
         }
@@ -281,7 +217,6 @@ impl LiteralScan {
 
     /// The literals of two or three bytes at a position whose first two bytes are `pair`,
     /// followed by `third`, with `left` bytes of the value from the position on.
-    #[inline(always)]
     fn found_pair(&self, pair: u32, third: u8, left: usize, found: &mut impl FnMut(u32)) {
         for &id in self.pairs.get(pair) {
             let ok = match self.spans.get(id as usize) {
@@ -299,7 +234,6 @@ impl LiteralScan {
 
     /// The literals of four or more bytes at a position whose first four bytes are `quad`;
     /// `after` is the value after those four bytes.
-    #[inline(always)]
     fn found_quad(&self, quad: u32, after: &[u8], left: usize, found: &mut impl FnMut(u32)) {
         if left < 4 {
             return;
@@ -446,28 +380,24 @@ mod tests {
     }
 
     /// Many literals that share prefixes and keys, against Aho-Corasick over random text
-    /// drawn from their own bytes (so that most positions start some literal); as many
-    /// literals as each filter size holds.
+    /// drawn from their own bytes (so that most positions start some literal).
     #[test]
     fn agrees_with_aho_corasick() {
         let mut next = crate::test_rng::xorshift(0x9E37_79B9_7F4A_7C15);
         let alphabet = b"abcABC01 %'(/*-;<>\0\xc3\xa9";
         let pick = |r: u64| alphabet[(r % alphabet.len() as u64) as usize];
-        for (count, size) in [(3000, 0), (300, 1), (40, 2)] {
-            let literals: Vec<Vec<u8>> = (0..count)
-                .map(|_| {
-                    let len = 1 + (next() % 9) as usize;
-                    (0..len).map(|_| pick(next())).collect()
-                })
-                .collect();
-            let scan = LiteralScan::new(&literals).expect("builds");
-            assert_eq!(scan.size, size, "{count} literals");
-            let ac = case_insensitive(&literals);
-            for _ in 0..300 {
-                let len = (next() % 1500) as usize;
-                let value: Vec<u8> = (0..len).map(|_| pick(next())).collect();
-                assert_eq!(scanned(&scan, &value), oracle(&ac, &value), "{value:?}");
-            }
+        let literals: Vec<Vec<u8>> = (0..3000)
+            .map(|_| {
+                let len = 1 + (next() % 9) as usize;
+                (0..len).map(|_| pick(next())).collect()
+            })
+            .collect();
+        let scan = LiteralScan::new(&literals).expect("builds");
+        let ac = case_insensitive(&literals);
+        for _ in 0..1000 {
+            let len = (next() % 1500) as usize;
+            let value: Vec<u8> = (0..len).map(|_| pick(next())).collect();
+            assert_eq!(scanned(&scan, &value), oracle(&ac, &value), "{value:?}");
         }
     }
 }
