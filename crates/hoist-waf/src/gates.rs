@@ -82,7 +82,7 @@ impl GateTable {
             let selector = match &target.selector {
                 Selector::All => String::new(),
                 Selector::Key(k) => format!("k:{}", k.to_ascii_lowercase()),
-                Selector::Regex(r) => format!("r:{}", r.as_str()),
+                Selector::Regex(r, _) => format!("r:{}", r.as_str()),
                 Selector::Prefix(p) => format!("p:{p}"),
             };
             let target_key = format!("{:?}|{selector}", target.var);

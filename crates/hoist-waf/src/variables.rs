@@ -172,7 +172,10 @@ pub enum Selector {
     All,
     /// Compared case-insensitively, as ModSecurity does for every collection key.
     Key(String),
-    Regex(Regex),
+    /// A regex (compiled case-insensitive) and the word every match starts the key with
+    /// (folded; empty when there is none): `/^pbjs-\w+$/`, which a dozen CRS rules use to
+    /// exclude cookies, is tried only on keys that start with `pbjs-`.
+    Regex(Regex, String),
     /// A regex selector that is only an anchored word (`/^header_name_920450_/`): a prefix
     /// compared case-insensitively, stored folded. CRS scans every TX variable with these.
     Prefix(String),
@@ -183,7 +186,17 @@ impl Selector {
         match self {
             Selector::All => true,
             Selector::Key(k) => k.eq_ignore_ascii_case(key),
-            Selector::Regex(r) => r.is_match(key),
+            Selector::Regex(r, head) => {
+                // An ASCII key is compared by ASCII case folding exactly as the regex's
+                // Unicode folding would; other keys go to the regex.
+                let cannot = !head.is_empty()
+                    && key.is_ascii()
+                    && !key
+                        .as_bytes()
+                        .get(..head.len())
+                        .is_some_and(|h| h.eq_ignore_ascii_case(head.as_bytes()));
+                !cannot && r.is_match(key)
+            }
             Selector::Prefix(p) => key
                 .as_bytes()
                 .get(..p.len())
@@ -295,6 +308,25 @@ impl Targets {
     }
 }
 
+/// The word every match of a regex selector starts with (`^pbjs-\w+$` -> `pbjs-`), folded;
+/// empty when the pattern is not anchored or has an alternation (`^a|b` need not start
+/// with `a`). A quantifier after the word makes its last character optional (`^_ga?`).
+fn anchored_head(pattern: &str) -> String {
+    let Some(rest) = pattern.strip_prefix('^') else {
+        return String::new();
+    };
+    if pattern.contains('|') {
+        return String::new();
+    }
+    let plain = |b: &u8| b.is_ascii_alphanumeric() || *b == b'_' || *b == b'-';
+    let run = rest.as_bytes().iter().take_while(|b| plain(b)).count();
+    let mut head = rest.get(..run).unwrap_or("");
+    if matches!(rest.as_bytes().get(run), Some(b'?' | b'*' | b'{')) {
+        head = head.get(..run.saturating_sub(1)).unwrap_or("");
+    }
+    head.to_ascii_lowercase()
+}
+
 fn parse_selector(var: VarName, s: &str) -> Result<Selector, String> {
     let s = s.trim_matches('\'');
     if var == VarName::Xml {
@@ -311,7 +343,7 @@ fn parse_selector(var: VarName, s: &str) -> Result<Selector, String> {
         }
         let re = Regex::new(&format!("(?i){pattern}"))
             .map_err(|e| format!("bad regex selector /{pattern}/: {e}"))?;
-        return Ok(Selector::Regex(re));
+        return Ok(Selector::Regex(re, anchored_head(pattern)));
     }
     if var == VarName::Tx {
         // TX keys are stored folded; folding the selector once here saves it per lookup.
@@ -346,8 +378,36 @@ mod tests {
         assert!(!prefix.matches("header_nam"));
         assert!(!prefix.matches("x_header_name_"));
         // Anything beyond a plain word stays a regex.
-        assert!(matches!(&t.targets[1].selector, Selector::Regex(_)));
+        assert!(matches!(&t.targets[1].selector, Selector::Regex(..)));
         assert!(t.targets[1].selector.matches("AxB"));
+    }
+
+    /// A regex selector is tried only on keys that start with its anchored word; the answer
+    /// is the regex's either way.
+    #[test]
+    fn regex_selector_skips_keys_without_its_head() {
+        let cases: &[(&str, &str)] = &[
+            (r"^pbjs-\w+$", "pbjs-"),
+            (r"^_ga(?:_\w+)?$", "_ga"),
+            ("^_ga?x", "_g"),
+            ("^ab*", "a"),
+            ("^ab{2}", "a"),
+            ("^ab|cd", ""),
+            ("__utm", ""),
+            (r"^\w", ""),
+        ];
+        for (pattern, head) in cases {
+            assert_eq!(anchored_head(pattern), *head, "{pattern}");
+        }
+        let t = Targets::parse(r"REQUEST_COOKIES:/^pbjs-\w+$/|ARGS:/^_ga?x/|ARGS:/^ab|cd/")
+            .expect("parses");
+        let [pbjs, gax, alt] = [0, 1, 2].map(|i| &t.targets[i].selector);
+        assert!(pbjs.matches("pbjs-abc") && pbjs.matches("PBJS-x"));
+        assert!(!pbjs.matches("pbj") && !pbjs.matches("xpbjs-a") && !pbjs.matches("pbjs-"));
+        assert!(gax.matches("_gx") && gax.matches("_GAX") && !gax.matches("_ax"));
+        assert!(alt.matches("cd") && alt.matches("abz") && !alt.matches("zz"));
+        // A key outside ASCII is the regex's to judge (Unicode folding: U+017F is `s`).
+        assert!(pbjs.matches("pbj\u{17f}-a"));
     }
 
     #[test]
