@@ -181,22 +181,28 @@ pub enum Selector {
     Prefix(String),
 }
 
+/// A regex selector's answer for `key`, the regex run only when `key` can start with `head`.
+/// Out of line: `Selector::matches` runs for every member of every collection a rule reads.
+#[inline(never)]
+fn regex_matches(r: &Regex, head: &str, key: &str) -> bool {
+    // An ASCII key is compared by ASCII case folding exactly as the regex's Unicode folding
+    // would; other keys go to the regex.
+    let cannot = !head.is_empty()
+        && key.is_ascii()
+        && !key
+            .as_bytes()
+            .get(..head.len())
+            .is_some_and(|h| h.eq_ignore_ascii_case(head.as_bytes()));
+    !cannot && r.is_match(key)
+}
+
 impl Selector {
+    #[inline]
     pub fn matches(&self, key: &str) -> bool {
         match self {
             Selector::All => true,
             Selector::Key(k) => k.eq_ignore_ascii_case(key),
-            Selector::Regex(r, head) => {
-                // An ASCII key is compared by ASCII case folding exactly as the regex's
-                // Unicode folding would; other keys go to the regex.
-                let cannot = !head.is_empty()
-                    && key.is_ascii()
-                    && !key
-                        .as_bytes()
-                        .get(..head.len())
-                        .is_some_and(|h| h.eq_ignore_ascii_case(head.as_bytes()));
-                !cannot && r.is_match(key)
-            }
+            Selector::Regex(r, head) => regex_matches(r, head, key),
             Selector::Prefix(p) => key
                 .as_bytes()
                 .get(..p.len())
