@@ -8,10 +8,10 @@
 //! a small GET. So each source of values (a scalar such as REQUEST_LINE, the values or the
 //! names of one collection) gets a prefilter of its own over the rules that can read its
 //! members: those with a target on it whose selector is not a single key. A member whose key
-//! some prefiltered rule names (`REQUEST_HEADERS:User-Agent`) is scanned by the full
-//! prefilter instead. Every prefilter gives each rule the same slot, and one that leaves a
-//! rule out reports it as "may match" (`Prefilter::build_for`): a class drawn too narrow costs
-//! speed, never a match.
+//! some prefiltered rule names (`REQUEST_HEADERS:User-Agent`) gets a prefilter over those
+//! rules and the rules that name its key. Every prefilter gives each rule the same slot, and
+//! one that leaves a rule out reports it as "may match" (`Prefilter::build_for`): a class
+//! drawn too narrow costs speed, never a match.
 //!
 //! A value's class depends only on its slot and key, so the hits the value cache keeps per
 //! slot always come from the same prefilter.
@@ -33,8 +33,9 @@ pub(crate) struct ValueClasses {
     scalars: [u8; SCALARS],
     /// Per cache list, its members' class unless their key is in `named`.
     lists: [u8; LISTS],
-    /// Per cache list, the keys (ASCII-lowercased) prefiltered rules name in it.
-    named: Vec<Vec<String>>,
+    /// Per cache list, the keys (ASCII-lowercased) prefiltered rules name in it, each with
+    /// the class of its members.
+    named: Vec<Vec<(String, u8)>>,
 }
 
 /// Where a value comes from: a scalar slot code, or `SCALARS` + a cache list.
@@ -46,7 +47,8 @@ impl ValueClasses {
     /// prefilter when that looks for at most half of the full one's literals.
     pub fn build(targets: &[&[Target]], sets: &[Vec<Set>], full: &Prefilter) -> ValueClasses {
         let mut readers = vec![vec![false; sets.len()]; SOURCES];
-        let mut named = vec![Vec::<String>::new(); LISTS];
+        // Per list, each named key and the rules that name it.
+        let mut named = vec![Vec::<(String, Vec<bool>)>::new(); LISTS];
         for (slot, targets) in targets.iter().enumerate() {
             for target in *targets {
                 if let Some(Slot::Scalar(code)) = scalar_slot(target.var) {
@@ -60,8 +62,16 @@ impl ValueClasses {
                             if list < usize::from(crate::collections::XML_TEXTS_LIST) =>
                         {
                             let key = key.to_ascii_lowercase();
-                            if !named[list].contains(&key) {
-                                named[list].push(key);
+                            let keys = &mut named[list];
+                            let at = match keys.iter().position(|(k, _)| *k == key) {
+                                Some(at) => at,
+                                None => {
+                                    keys.push((key, vec![false; sets.len()]));
+                                    keys.len() - 1
+                                }
+                            };
+                            if let Some(r) = keys.get_mut(at).and_then(|(_, r)| r.get_mut(slot)) {
+                                *r = true;
                             }
                         }
                         _ => readers[SCALARS + list][slot] = true,
@@ -69,21 +79,31 @@ impl ValueClasses {
                 }
             }
         }
-        let mut classes = ValueClasses {
-            named,
-            ..ValueClasses::default()
-        };
+        let mut classes = ValueClasses::default();
         // Sources read by the same rules share one prefilter.
         let mut built: Vec<(Vec<bool>, u8)> = Vec::new();
+        let mut class_for = |classes: &mut ValueClasses, include: Vec<bool>| {
+            if let Some(&(_, class)) = built.iter().find(|(r, _)| *r == include) {
+                return class;
+            }
+            let class = classes.add(sets, &include, full);
+            built.push((include, class));
+            class
+        };
+        // A named member is read by its list's readers and by the rules that name it.
+        for (list, keys) in named.into_iter().enumerate() {
+            let list_readers = readers.get(SCALARS + list).cloned().unwrap_or_default();
+            let mut classed = Vec::with_capacity(keys.len());
+            for (key, naming) in keys {
+                let include = (naming.iter().zip(&list_readers))
+                    .map(|(a, b)| *a || *b)
+                    .collect();
+                classed.push((key, class_for(&mut classes, include)));
+            }
+            classes.named.push(classed);
+        }
         for (source, include) in readers.into_iter().enumerate() {
-            let class = match built.iter().find(|(r, _)| *r == include) {
-                Some(&(_, class)) => class,
-                None => {
-                    let class = classes.add(sets, &include, full);
-                    built.push((include, class));
-                    class
-                }
-            };
+            let class = class_for(&mut classes, include);
             match source.checked_sub(SCALARS) {
                 None => classes.scalars[source] = class,
                 Some(list) => classes.lists[list] = class,
@@ -119,10 +139,13 @@ impl ValueClasses {
             Slot::Member { list, .. } => {
                 let list = usize::from(list);
                 match self.lists.get(list).copied() {
+                    // A named key's rules include its list's, so a list of the full class
+                    // has no narrower named keys.
                     Some(FULL) | None => None,
                     Some(class) => {
                         let named = self.named.get(list).map_or(&[][..], Vec::as_slice);
-                        (!named.iter().any(|k| k.eq_ignore_ascii_case(key))).then_some(class)
+                        let own = named.iter().find(|(k, _)| k.eq_ignore_ascii_case(key));
+                        Some(own.map_or(class, |&(_, c)| c))
                     }
                 }
             }
@@ -182,6 +205,7 @@ mod tests {
 SecRule REQUEST_HEADERS "@rx everyheader" "id:1,phase:1,pass,nolog,setvar:tx.every=1"
 SecRule REQUEST_HEADERS:X-Named "@rx namedonly" "id:2,phase:1,pass,nolog,setvar:tx.named=1"
 SecRule ARGS|REQUEST_LINE "@rx argsonly" "id:3,phase:1,pass,nolog,setvar:tx.args=1"
+SecRule REQUEST_COOKIES "@pm cookieone cookietwo cookiethree" "id:4,phase:1,pass,nolog,setvar:tx.cookie=1"
 "#;
 
     fn slot_of(rules: &RuleSet, id: i64) -> u32 {
@@ -223,14 +247,17 @@ SecRule ARGS|REQUEST_LINE "@rx argsonly" "id:3,phase:1,pass,nolog,setvar:tx.args
             scan(&rules, header, "X-Other", "everyheader"),
             [true, true, true]
         );
-        // A header a rule names (in any case) gets the full scan.
+        // A header a rule names (in any case) is scanned for that rule's literals too, and
+        // only for those: rule 3 is "may match".
         for key in ["X-Named", "x-named"] {
-            assert!(std::ptr::eq(
-                rules.value_prefilter(header, key).expect("one"),
-                full
-            ));
-            assert_eq!(scan(&rules, header, key, "nothing"), [false, false, false]);
-            assert_eq!(scan(&rules, header, key, "namedonly"), [false, true, false]);
+            let named = rules.value_prefilter(header, key).expect("one");
+            assert!(!std::ptr::eq(named, full) && !std::ptr::eq(named, other));
+            assert_eq!(scan(&rules, header, key, "nothing"), [false, false, true]);
+            assert_eq!(scan(&rules, header, key, "namedonly"), [false, true, true]);
+            assert_eq!(
+                scan(&rules, header, key, "everyheader"),
+                [true, false, true]
+            );
         }
         // REQUEST_LINE is read by rule 3 alone.
         let line =
@@ -279,9 +306,10 @@ SecRule ARGS|REQUEST_LINE "@rx argsonly" "id:3,phase:1,pass,nolog,setvar:tx.args
     fn sources_read_by_the_same_rules_share_a_prefilter() {
         let rules = RuleSet::from_str(RULES, Path::new("t.conf")).expect("loads");
         let (sources, prefilters) = rules.value_classes.narrowed();
-        // Headers (rule 1), ARGS_GET and ARGS_POST values and REQUEST_LINE (rule 3), and
-        // the sources no prefiltered rule reads.
-        assert_eq!(prefilters, 3);
+        // Headers (rule 1), ARGS_GET and ARGS_POST values and REQUEST_LINE (rule 3), cookie
+        // values (rule 4), the sources no prefiltered rule reads, and the header X-Named
+        // (rules 1 and 2).
+        assert_eq!(prefilters, 5);
         assert_eq!(sources, super::SOURCES);
     }
 }
