@@ -29,21 +29,23 @@ impl Transform {
     /// agree), instead of a pass per transformation.
     pub fn hit_keeping_mask(input: &[u8]) -> u64 {
         use Transform::*;
-        let mut seen = 0u16;
-        let mut prev = 0u8;
-        let mut pairs = 0u16;
+        // Two table loads per byte and no branch: a byte's class, and which classes of the
+        // next byte would make a pair worth noting (`FOLLOWED_BY`).
+        let mut seen = 0u32;
+        let mut pairs = 0u32;
+        let mut follow = 0u32;
         for &b in input {
-            seen |= BYTE_CLASS[usize::from(b)];
-            pairs |= match (prev, b) {
-                (b'/', b'/') => SLASH_SLASH,
-                (b'/', b'*') => SLASH_STAR,
-                (b' ', b' ') => SPACE_SPACE,
-                (b' ', b'/' | b'(') => SPACE_CUT,
-                _ => 0,
-            };
-            prev = b;
+            let class = BYTE_CLASS[usize::from(b)];
+            seen |= class;
+            pairs |= follow & class;
+            follow = FOLLOWED_BY[usize::from(b)];
         }
-        let seen = seen | pairs;
+        let pair = |bit: u32, flag: u16| if pairs & bit != 0 { flag } else { 0 };
+        let seen = (seen & 0xffff) as u16
+            | pair(NEXT_SLASH_AFTER_SLASH, SLASH_SLASH)
+            | pair(NEXT_STAR, SLASH_STAR)
+            | pair(NEXT_SPACE, SPACE_SPACE)
+            | pair(NEXT_CUT, SPACE_CUT);
         let ends_in_space = input.first().is_some_and(|&b| is_space(b))
             || input.last().is_some_and(|&b| is_space(b));
         let kept = |t: Transform, needs_none_of: u16| {
@@ -109,8 +111,25 @@ const CMD_LINE_CHAR: u16 = 1 << 13;
 /// A space before `/` or `(`, which `cmdLine` deletes.
 const SPACE_CUT: u16 = 1 << 14;
 
-const BYTE_CLASS: [u16; 256] = {
-    let mut t = [0u16; 256];
+// Classes of a byte as the second of a pair (above the u16 flags): `/` after `/`, `*` after
+// `/`, ` ` after ` `, `/` or `(` after ` `.
+const NEXT_SLASH_AFTER_SLASH: u32 = 1 << 16;
+const NEXT_STAR: u32 = 1 << 17;
+const NEXT_SPACE: u32 = 1 << 18;
+const NEXT_CUT: u32 = 1 << 19;
+
+/// Per byte, the pair classes of the byte after it that make a pair: after `/`, a `/` or a
+/// `*`; after ` `, a ` `, `/` or `(`.
+const FOLLOWED_BY: [u32; 256] = {
+    let mut t = [0u32; 256];
+    t[b'/' as usize] = NEXT_SLASH_AFTER_SLASH | NEXT_STAR;
+    t[b' ' as usize] = NEXT_SPACE | NEXT_CUT;
+    t
+};
+
+/// Per byte, its `hit_keeping_mask` flags and its pair classes.
+const BYTE_CLASS: [u32; 256] = {
+    let mut t = [0u32; 256];
     let mut b = 0;
     while b < 256 {
         let c = b as u8;
@@ -147,6 +166,19 @@ const BYTE_CLASS: [u16; 256] = {
         }
         if matches!(c, b'"' | b'\'' | b'^' | b',' | b';') {
             f |= CMD_LINE_CHAR;
+        }
+        let mut f = f as u32;
+        if c == b'/' {
+            f |= NEXT_SLASH_AFTER_SLASH | NEXT_CUT;
+        }
+        if c == b'*' {
+            f |= NEXT_STAR;
+        }
+        if c == b' ' {
+            f |= NEXT_SPACE;
+        }
+        if c == b'(' {
+            f |= NEXT_CUT;
         }
         t[b] = f;
         b += 1;
