@@ -207,6 +207,42 @@ SecRule ARGS "@rx attack" "id:2,phase:2,pass,nolog,t:none,setvar:tx.two=1"
 }
 
 #[test]
+fn gates_on_the_response_are_recomputed_as_more_of_it_arrives() {
+    // Rules 1 and 2 make phases 1 and 3 compute the request-header and response-header
+    // unions; rules 3 and 4 read the same targets and chains after more of the response
+    // has arrived (a header, then the body), and rule 5 the request's headers again.
+    let r = rules(
+        r#"
+SecResponseBodyAccess On
+SecRule REQUEST_HEADERS "@rx zzzz" "id:1,phase:1,pass,nolog,t:none,setvar:tx.one=1"
+SecRule RESPONSE_BODY "@rx secretword" "id:2,phase:3,pass,nolog,t:none,setvar:tx.early=1"
+SecRule RESPONSE_HEADERS "@rx lateheader" "id:3,phase:4,pass,nolog,t:none,setvar:tx.header=1"
+SecRule RESPONSE_BODY "@rx secretword" "id:4,phase:4,pass,nolog,t:none,setvar:tx.late=1"
+SecRule REQUEST_HEADERS "@rx needle" "id:5,phase:4,pass,nolog,t:none,setvar:tx.req=1"
+"#,
+    );
+    let run = |request_header: &[u8]| {
+        let mut tx = with_headers(&r, "/", &[("X-A", request_header)]);
+        tx.process_request_body();
+        tx.set_response_status(200, "HTTP/1.1");
+        tx.add_response_header("Content-Type", b"text/html");
+        tx.process_response_headers();
+        tx.add_response_header("X-Late", b"a lateheader");
+        tx.append_response_body(b"<p>the secretword</p>");
+        tx.process_response_body();
+        tx
+    };
+    let tx = run(b"a needle");
+    assert_eq!(tx_var(&tx, "one"), None);
+    assert_eq!(tx_var(&tx, "early"), None);
+    assert_eq!(tx_var(&tx, "header").as_deref(), Some("1"));
+    assert_eq!(tx_var(&tx, "late").as_deref(), Some("1"));
+    assert_eq!(tx_var(&tx, "req").as_deref(), Some("1"));
+    let tx = run(b"hay");
+    assert_eq!(tx_var(&tx, "req"), None);
+}
+
+#[test]
 fn gated_rule_still_honours_exclusions_and_later_members() {
     let r = rules(
         r#"
