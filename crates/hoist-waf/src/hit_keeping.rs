@@ -167,20 +167,14 @@ const BYTE_CLASS: [u32; 256] = {
         if matches!(c, b'"' | b'\'' | b'^' | b',' | b';') {
             f |= CMD_LINE_CHAR;
         }
-        let mut f = f as u32;
-        if c == b'/' {
-            f |= NEXT_SLASH_AFTER_SLASH | NEXT_CUT;
-        }
-        if c == b'*' {
-            f |= NEXT_STAR;
-        }
-        if c == b' ' {
-            f |= NEXT_SPACE;
-        }
-        if c == b'(' {
-            f |= NEXT_CUT;
-        }
-        t[b] = f;
+        t[b] = f as u32
+            | match c {
+                b'/' => NEXT_SLASH_AFTER_SLASH | NEXT_CUT,
+                b'*' => NEXT_STAR,
+                b' ' => NEXT_SPACE,
+                b'(' => NEXT_CUT,
+                _ => 0,
+            };
         b += 1;
     }
     t
