@@ -4,7 +4,8 @@
 //! the time per transaction; `cargo test -p hoist-waf --benches` runs each case once as a
 //! smoke test. The CRS comes from `HOIST_CRS_DIR`, else `../shared/crs` next to the workspace.
 //! A third case, `get_small_jwt`, is the request `bench/filter-cost.sh` sends through the
-//! proxy: the engine's share of the proxy's per-request cost.
+//! proxy and the 1 KB text/plain response it gets back: the engine's share of the proxy's
+//! per-request cost.
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use hoist_waf::{RuleSet, Transaction};
@@ -59,29 +60,34 @@ fn get_1k(rules: &Arc<RuleSet>) {
     for (k, v) in BROWSER_HEADERS {
         tx.add_request_header(k, v.as_bytes());
     }
-    answer_get(&mut tx, b"text/html");
+    answer_get(&mut tx, b"text/html", b"");
 }
 
-/// What `bench/filter-cost.sh` sends through the proxy (`hoist load` with a JWT): the
-/// per-transaction cost of a request with few values.
+/// What `bench/filter-cost.sh` sends through the proxy (`hoist load` with a JWT) and what it
+/// gets back (`payload`: the 1 KB text/plain direct response, which SecResponseBodyAccess
+/// and the listed MIME type make phase 4 inspect): the per-transaction cost of a request with
+/// few values.
 #[inline(never)] // a symbol for `valgrind --toggle-collect`
-fn get_small(rules: &Arc<RuleSet>) {
+fn get_small(rules: &Arc<RuleSet>, payload: &[u8]) {
     let mut tx = Transaction::new(rules.clone(), "127.0.0.1", "bench");
     tx.process_request_line("GET", "/1k", "HTTP/1.1");
     tx.add_request_header("Host", b"shop.example.com");
     tx.add_request_header("User-Agent", b"hoist-load/0.1");
     tx.add_request_header("Authorization", BEARER.as_bytes());
-    answer_get(&mut tx, b"text/plain");
+    answer_get(&mut tx, b"text/plain", payload);
 }
 
 /// The rest of a GET once its headers are in: both phases of the request, a 200 response
-/// of `content_type`, and logging.
-fn answer_get(tx: &mut Transaction, content_type: &[u8]) {
+/// of `content_type` with `body`, and logging.
+fn answer_get(tx: &mut Transaction, content_type: &[u8], body: &[u8]) {
     tx.process_request_headers();
     tx.process_request_body();
     tx.set_response_status(200, "HTTP/1.1");
     tx.add_response_header("Content-Type", content_type);
     tx.process_response_headers();
+    if !body.is_empty() && tx.wants_response_body() {
+        tx.append_response_body(body);
+    }
     tx.process_response_body();
     tx.process_logging();
 }
@@ -98,6 +104,21 @@ fn post_10k(rules: &Arc<RuleSet>, body: &[u8]) {
     tx.append_request_body(body);
     tx.process_request_body();
     tx.process_logging();
+}
+
+/// The 1 KB response body `hoist bench --prepare` writes (crates/hoist-bench/src/workdir.rs):
+/// incompressible xorshift bytes.
+fn bench_payload(size: u64) -> Vec<u8> {
+    let mut out = Vec::with_capacity(size as usize);
+    let mut x: u64 = 0x2545_F491_4F6C_DD1D ^ size;
+    while (out.len() as u64) < size {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        let take = (size - out.len() as u64).min(8) as usize;
+        out.extend_from_slice(&x.to_le_bytes()[..take]);
+    }
+    out
 }
 
 fn form_body() -> Vec<u8> {
@@ -143,12 +164,13 @@ fn crs_pl1(c: &mut Criterion) {
         return;
     };
     let body = form_body();
+    let payload = bench_payload(1024);
     if let Some(n) = fixed_iterations() {
         // A fixed count instead of criterion's sampling, for `perf stat` (CPU time and
         // instructions per transaction on a shared machine, where wall time is noisy).
         let case = std::env::var("HOIST_WAF_BENCH_CASE").unwrap_or_default();
         if case == "small" {
-            timed("crs pl1: small GET", n, || get_small(&rules));
+            timed("crs pl1: small GET", n, || get_small(&rules, &payload));
             return;
         }
         if case != "post" {
@@ -164,7 +186,9 @@ fn crs_pl1(c: &mut Criterion) {
     let mut group = c.benchmark_group("crs_pl1");
     group.throughput(Throughput::Elements(1));
     group.bench_function("get_1k_browser", |b| b.iter(|| get_1k(black_box(&rules))));
-    group.bench_function("get_small_jwt", |b| b.iter(|| get_small(black_box(&rules))));
+    group.bench_function("get_small_jwt", |b| {
+        b.iter(|| get_small(black_box(&rules), &payload))
+    });
     group.bench_function("post_10k_urlencoded", |b| {
         b.iter(|| post_10k(black_box(&rules), black_box(&body)))
     });
