@@ -172,11 +172,25 @@ impl Transform {
     }
 }
 
-/// The bytes of `input` that `keep`, appended to `out` after one reservation (`extend` from
-/// a filter would grow it several times per value).
+/// The bytes of `input` that `keep`, appended to `out`. Every byte is written and the end
+/// advances only past the kept ones, with no branch per byte: `extend` from a filter pushed
+/// byte by byte (a 1 KB response body under removeWhitespace, CRS 955300, was ~8
+/// instructions a byte).
 pub(crate) fn filtered(input: &[u8], keep: impl Fn(u8) -> bool, out: &mut Vec<u8>) {
-    out.reserve(input.len());
-    out.extend(input.iter().copied().filter(|&b| keep(b)));
+    let start = out.len();
+    out.resize(start + input.len(), 0);
+    let mut end = start;
+    if let Some(room) = out.get_mut(start..) {
+        let mut n = 0;
+        for &b in input {
+            if let Some(slot) = room.get_mut(n) {
+                *slot = b;
+            }
+            n += usize::from(keep(b));
+        }
+        end += n;
+    }
+    out.truncate(end);
 }
 
 /// ModSecurity's whitespace: C isspace plus NBSP (0xa0), which browsers treat as a space.

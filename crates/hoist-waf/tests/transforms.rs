@@ -145,6 +145,17 @@ fn nulls_and_whitespace() {
     assert_eq!(t("trimLeft", b"  x "), b"x ");
     assert_eq!(t("trimRight", b"  x "), b"  x");
     assert_eq!(t("trim", b"   "), b"");
+    // The filters at their edges: nothing, everything and nothing removed, and a long value
+    // whose kept bytes are every other one.
+    assert_eq!(t("removeWhitespace", b""), b"");
+    assert_eq!(t("removeWhitespace", b" \t\n\r\x0b\x0c\xa0"), b"");
+    assert_eq!(t("removeNulls", b"\0\0\0"), b"");
+    assert_eq!(t("removeNulls", b"abc"), b"abc");
+    let long: Vec<u8> = (0..3000u32)
+        .flat_map(|i| [b'a' + (i % 26) as u8, b' '])
+        .collect();
+    let kept: Vec<u8> = (0..3000u32).map(|i| b'a' + (i % 26) as u8).collect();
+    assert_eq!(t("removeWhitespace", &long), kept);
 }
 
 #[test]
