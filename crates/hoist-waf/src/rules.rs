@@ -85,6 +85,8 @@ pub struct RuleSet {
     pub request_body_limit: usize,
     /// `SecRequestBodyLimitAction Reject` (413) or ProcessPartial.
     pub request_body_limit_reject: bool,
+    /// SecResponseBodyLimitAction Reject (the default) rather than ProcessPartial.
+    pub response_body_limit_reject: bool,
     pub response_body_limit: usize,
     /// SecArgumentsLimit: most arguments a request body may hold (default 1000, as Coraza
     /// and ModSecurity's recommended configuration); more make REQBODY_ERROR.
@@ -300,6 +302,7 @@ impl Builder {
             response_body_access: false,
             request_body_limit: 13_107_200,
             request_body_limit_reject: true,
+            response_body_limit_reject: true,
             response_body_limit: 524_288,
             arguments_limit: 1000,
             response_mime_types: vec!["text/plain".into(), "text/html".into()],
@@ -352,6 +355,17 @@ impl Builder {
                         _ => {
                             return Err(
                                 d.error("SecRequestBodyLimitAction: Reject or ProcessPartial")
+                            )
+                        }
+                    }
+                }
+                "secresponsebodylimitaction" => {
+                    set.response_body_limit_reject = match arg0.to_ascii_lowercase().as_str() {
+                        "reject" => true,
+                        "processpartial" => false,
+                        _ => {
+                            return Err(
+                                d.error("SecResponseBodyLimitAction: Reject or ProcessPartial")
                             )
                         }
                     }

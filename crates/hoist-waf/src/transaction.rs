@@ -475,15 +475,31 @@ impl Transaction {
             .any(|m| m.eq_ignore_ascii_case(&mime))
     }
 
-    pub fn append_response_body(&mut self, chunk: &[u8]) {
+    /// Appends to the response body up to SecResponseBodyLimit; past it, with
+    /// SecResponseBodyLimitAction Reject (ModSecurity's default) and the engine on, the
+    /// transaction is interrupted with 500, as ModSecurity answers a response too large to
+    /// inspect. False when the chunk did not fit.
+    pub fn append_response_body(&mut self, chunk: &[u8]) -> bool {
         self.gate_cache.changed();
         self.invalidate_scalar(VarName::ResponseBody);
         let room = self
             .rules
             .response_body_limit
             .saturating_sub(self.response_body.len());
-        self.response_body
-            .extend_from_slice(&chunk[..chunk.len().min(room)]);
+        if chunk.len() > room {
+            self.response_body.extend_from_slice(&chunk[..room]);
+            if self.rules.response_body_limit_reject && self.engine == EngineMode::On {
+                self.interruption.get_or_insert(Interruption {
+                    status: 500,
+                    rule_id: 0,
+                    action: "deny",
+                    redirect: None,
+                });
+            }
+            return false;
+        }
+        self.response_body.extend_from_slice(chunk);
+        true
     }
 
     /// Phase 4.
@@ -553,6 +569,11 @@ impl Transaction {
     /// SecRequestBodyLimit: how much body a proxy should buffer for `append_request_body`.
     pub fn request_body_limit(&self) -> usize {
         self.rules.request_body_limit
+    }
+
+    /// SecResponseBodyLimit: how much of the response body phase 4 sees.
+    pub fn response_body_limit(&self) -> usize {
+        self.rules.response_body_limit
     }
 
     /// Whether the body was cut at SecRequestBodyLimit.

@@ -136,3 +136,73 @@ fn query_strings_over_the_limit_are_refused_by_the_base_configuration() {
         assert_eq!(tx.tx_var("args"), Some(&b"1001"[..]), "{n} arguments");
     }
 }
+
+/// A response of `body` through all phases; the interruption's status, if any, and whether
+/// rule 9 (a match on the body's last byte) matched.
+fn respond(rules: &Arc<RuleSet>, body: &[u8]) -> (Option<u16>, bool) {
+    let mut tx = Transaction::new(rules.clone(), "10.0.0.1", "t");
+    tx.process_request_line("GET", "/", "HTTP/1.1");
+    tx.process_request_headers();
+    tx.process_request_body();
+    tx.set_response_status(200, "HTTP/1.1");
+    tx.add_response_header("Content-Type", b"text/html");
+    tx.process_response_headers();
+    tx.append_response_body(body);
+    tx.process_response_body();
+    tx.process_logging();
+    let status = tx.interruption().map(|i| i.status);
+    let matched = tx.matched_rules().iter().any(|m| m.id == 9);
+    (status, matched)
+}
+
+const RESPONSE: &str = r#"
+SecRuleEngine On
+SecResponseBodyAccess On
+SecResponseBodyMimeType text/html
+SecResponseBodyLimit 10
+SecRule RESPONSE_BODY "@rx Z" "id:9,phase:4,pass,log"
+"#;
+
+/// SecResponseBodyLimitAction: past SecResponseBodyLimit, Reject (ModSecurity's default)
+/// answers 500; ProcessPartial inspects the first bytes only; DetectionOnly never interrupts.
+#[test]
+fn response_body_limit_action() {
+    let reject = rules(RESPONSE);
+    assert_eq!(
+        respond(&reject, b"0123456789"),
+        (None, false),
+        "within the limit"
+    );
+    assert_eq!(
+        respond(&reject, b"012345678Z"),
+        (None, true),
+        "the last byte it sees"
+    );
+    assert_eq!(respond(&reject, b"0123456789Z").0, Some(500), "past it");
+    let explicit = rules(&format!("{RESPONSE}SecResponseBodyLimitAction Reject\n"));
+    assert_eq!(respond(&explicit, b"0123456789Z").0, Some(500));
+    let partial = rules(&format!(
+        "{RESPONSE}SecResponseBodyLimitAction ProcessPartial\n"
+    ));
+    assert_eq!(
+        respond(&partial, b"0123456789Z"),
+        (None, false),
+        "Z not seen"
+    );
+    assert_eq!(respond(&partial, b"Z0123456789abc"), (None, true), "Z seen");
+    let detection = rules(&RESPONSE.replace("SecRuleEngine On", "SecRuleEngine DetectionOnly"));
+    assert_eq!(respond(&detection, b"0123456789Z").0, None);
+    match RuleSet::from_str(
+        "SecResponseBodyLimitAction Sometimes\n",
+        Path::new("bad.conf"),
+    ) {
+        Ok(_) => panic!("a bad action loads"),
+        Err(e) => {
+            let e = e.to_string();
+            assert!(
+                e.contains("bad.conf") && e.contains("SecResponseBodyLimitAction"),
+                "{e}"
+            );
+        }
+    }
+}
