@@ -24,6 +24,10 @@ use crate::jwt_authn;
 use crate::local_ratelimit;
 use crate::waf;
 
+/// How much of a streamed response body is held back for the filters that want it when none
+/// names a limit: ModSecurity's default SecResponseBodyLimit.
+pub const RESPONSE_BODY_LIMIT: u64 = 524_288;
+
 /// A per-route configuration as a filter's factory decoded it.
 pub type RouteConfig = Arc<dyn Any + Send + Sync>;
 
@@ -226,6 +230,10 @@ impl StreamFilter<'_> {
         dispatch!(self, f => f.buffer_limit())
     }
 
+    fn response_body_limit(&self) -> Option<u64> {
+        dispatch!(self, f => f.response_body_limit())
+    }
+
     fn encode_data(&mut self, body: &[u8], cx: &mut StreamContext<'_>) -> FilterStatus {
         dispatch!(self, f => f.encode_data(body, cx))
     }
@@ -326,6 +334,17 @@ impl<'w> StreamFilters<'w> {
 
     pub fn wants_response_body(&self) -> bool {
         self.filters.iter().any(StreamFilter::wants_response_body)
+    }
+
+    /// How much of a streamed response body to hold back for `encode_data`: the largest limit
+    /// of the filters that want it.
+    pub fn response_body_limit(&self) -> u64 {
+        self.filters
+            .iter()
+            .filter(|f| f.wants_response_body())
+            .filter_map(StreamFilter::response_body_limit)
+            .max()
+            .unwrap_or(RESPONSE_BODY_LIMIT)
     }
 
     /// After `Decision::NeedBody`: how much body to read (413 past it). `default` is the

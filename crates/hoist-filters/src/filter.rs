@@ -133,8 +133,16 @@ pub trait HttpFilter {
         false
     }
 
-    /// The whole response body, when `wants_response_body`. A `Reply` replaces the response
-    /// (possible because hoist's bodies are complete before they are written).
+    /// With `wants_response_body`: how much of a streamed (proxied) response body this filter
+    /// inspects; the stream is held back up to the largest such limit and the rest passed on
+    /// uninspected (`RESPONSE_BODY_LIMIT` when no filter names one).
+    fn response_body_limit(&self) -> Option<u64> {
+        None
+    }
+
+    /// The response body, when `wants_response_body`: all of it, or of a proxied one longer
+    /// than the limit its first `response_body_limit` bytes. A `Reply` replaces the response
+    /// (possible because nothing of it has been written yet).
     fn encode_data(&mut self, _body: &[u8], _cx: &mut StreamContext<'_>) -> FilterStatus {
         FilterStatus::Continue
     }

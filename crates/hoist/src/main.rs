@@ -18,6 +18,7 @@ mod limits;
 mod listener;
 mod logging;
 mod request_id;
+mod response_body;
 mod router;
 mod server;
 mod stats_scope;

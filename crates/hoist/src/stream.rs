@@ -17,6 +17,7 @@ use http::HeaderValue;
 use crate::access_log::{LogContext, WorkerAccessLog};
 use crate::conn_manager::{HcmRuntime, Outcome, Reply, Routing};
 use crate::connection::ConnInfo;
+use crate::response_body::Gathered;
 use crate::router::Action;
 use crate::stats_scope::HcmWorkerStats;
 use crate::upstream::forward::{self, Source};
@@ -204,9 +205,36 @@ impl HcmWorker {
                     Body::File(f) => {
                         filters.encode_data(f.bytes(), &info, &mut state, route_configs)
                     }
-                    // A streamed response is never held whole; filters that need the
-                    // response body do not see proxied ones (none of hoist's filters do yet).
-                    Body::Stream(_) => None,
+                    // The answer to HEAD has no body to hold back (and its stream's
+                    // length is the GET's, which an in-memory body would not keep).
+                    Body::Stream(_) if head.method == http::Method::HEAD => {
+                        filters.encode_data(&[], &info, &mut state, route_configs)
+                    }
+                    // A proxied body: held back up to the filters' limit (see
+                    // `response_body`).
+                    Body::Stream(s) => {
+                        // One byte past the limit tells a filter that the body is longer
+                        // (SecResponseBodyLimitAction Reject answers 500 then).
+                        let limit = filters.response_body_limit().saturating_add(1);
+                        match crate::response_body::gather(s, limit).await {
+                            Gathered::Whole(b) => {
+                                let r = filters.encode_data(&b, &info, &mut state, route_configs);
+                                reply.body = Body::Bytes(b);
+                                r
+                            }
+                            Gathered::Partial { inspected, rest } => {
+                                let r = filters.encode_data(
+                                    &inspected,
+                                    &info,
+                                    &mut state,
+                                    route_configs,
+                                );
+                                reply.body = Body::Stream(rest);
+                                r
+                            }
+                            Gathered::Taken => None,
+                        }
+                    }
                 };
                 if let Some(r) = replaced {
                     reply = self.filter_reply(r, &mut state);

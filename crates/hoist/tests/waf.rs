@@ -10,11 +10,13 @@
 #![allow(clippy::unwrap_used)]
 
 mod support;
+mod upstream_support;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use support::*;
+use upstream_support::{cluster, config, route, Origin};
 
 fn crs_dir() -> Option<PathBuf> {
     let dir = match std::env::var_os("HOIST_CRS_DIR") {
@@ -47,10 +49,14 @@ fn coraza_json(directives: &[String]) -> String {
 
 /// envoy.filters.http.wasm as operators configure Coraza on Envoy.
 fn wasm_filter(directives: &[String]) -> String {
-    let json = coraza_json(directives);
+    wasm_filter_json(&coraza_json(directives))
+}
+
+/// envoy.filters.http.wasm with Coraza's JSON `json`.
+fn wasm_filter_json(json: &str) -> String {
     format!(
         "- name: envoy.filters.http.wasm\n  typed_config:\n    \"@type\": type.googleapis.com/envoy.extensions.filters.http.wasm.v3.Wasm\n    config:\n      name: coraza-filter\n      root_id: \"\"\n      configuration:\n        \"@type\": type.googleapis.com/google.protobuf.StringValue\n        value: {}\n      vm_config:\n        runtime: envoy.wasm.runtime.v8\n        vm_id: coraza-filter_vm_id\n        code: {{local: {{filename: coraza-http-wasm.wasm}}}}",
-        serde_quote(&json)
+        serde_quote(json)
     )
 }
 
@@ -174,7 +180,8 @@ fn crs_blocks_attacks_and_passes_ordinary_traffic_over_tls() {
         "403",
         "HTTP/2"
     );
-    assert_eq!(hoist.stat("http.ingress_https.waf.tx_total"), 11);
+    // A worker counts a transaction once its response is written: the client can be faster.
+    hoist.wait_stat("http.ingress_https.waf.tx_total", 11);
     assert_eq!(hoist.stat("http.ingress_https.waf.tx_interrupted"), 5);
     assert!(hoist.stat("http.ingress_https.waf.interrupted_rule.949110") >= 4);
 }
@@ -185,6 +192,11 @@ fn native_name_takes_the_same_json_and_bad_directives_are_refused() {
     let rules = [
         "SecRuleEngine On".to_string(),
         "SecRule ARGS:probe \"@streq evil\" \"id:10,phase:1,deny,status:418\"".to_string(),
+        // Phase 4 runs without response body access too (CRS checks its outbound score
+        // there).
+        "SecRule RESPONSE_STATUS \"@streq 200\" \"id:11,phase:4,deny,status:451,chain\""
+            .to_string(),
+        "SecRule ARGS:probe \"@streq late\"".to_string(),
     ];
     let json = coraza_json(&rules);
     // The body is the JSON object itself, written as a YAML flow mapping.
@@ -203,6 +215,7 @@ fn native_name_takes_the_same_json_and_bad_directives_are_refused() {
     let addr = hoist.addr("plain");
     assert_eq!(http_request(addr, "GET", "/?probe=fine").0, 200);
     assert_eq!(http_request(addr, "GET", "/?probe=evil").0, 418);
+    assert_eq!(http_request(addr, "GET", "/?probe=late").0, 451);
     assert_eq!(hoist.stat("http.p.waf.interrupted_rule.10"), 1);
     drop(hoist);
 
@@ -223,4 +236,125 @@ fn native_name_takes_the_same_json_and_bad_directives_are_refused() {
         err.contains("directives_map") && err.contains("unsupported operator @frobnicate"),
         "{err}"
     );
+}
+
+/// `block` (YAML list items) before the router of every connection manager in `yaml`.
+fn before_every_router(yaml: &str, block: &str) -> String {
+    let mut out = String::new();
+    for line in yaml.lines() {
+        if line.contains("- name: envoy.filters.http.router") {
+            let indent = line.len() - line.trim_start().len();
+            for b in block.lines() {
+                out.push_str(&" ".repeat(indent));
+                out.push_str(b);
+                out.push('\n');
+            }
+        }
+        out.push_str(line);
+        out.push('\n');
+    }
+    out
+}
+
+/// Proxied responses go through phase 4 as ModSecurity buffers them: a page leaking an SQL
+/// error from the origin (origin.py, plain or chunked) is replaced by a 403 (CRS 951120 and
+/// the outbound score, 959100); an ordinary page arrives intact; past SecResponseBodyLimit
+/// (here 64 KiB) the first 64 KiB are inspected and the whole body still arrives
+/// (ProcessPartial, as base.conf sets it), or the answer is 500 (Reject).
+#[test]
+fn crs_inspects_proxied_response_bodies_over_tls() {
+    let Some(crs) = crs_dir() else { return };
+    let dir = TempDir::new("waf-upstream");
+    let cert = rsa_cert(&dir, "srv", "localhost", 2048);
+    let origin = Origin::start("web");
+    let mut directives = crs_directives(&crs);
+    directives.push("SecResponseBodyLimit 65536".to_string());
+    // reject.test gets ModSecurity's default limit action back (base.conf has ProcessPartial).
+    let mut reject = directives.clone();
+    reject.push("SecResponseBodyLimitAction Reject".to_string());
+    let list = |d: &[String]| {
+        let quoted: Vec<String> = d.iter().map(|l| format!("{l:?}")).collect();
+        quoted.join(", ")
+    };
+    let json = format!(
+        "{{\"directives_map\": {{\"default\": [{}], \"reject\": [{}]}}, \"default_directives\": \"default\", \"per_authority_directives\": {{\"reject.test\": \"reject\"}}}}",
+        list(&directives),
+        list(&reject)
+    );
+    let yaml = config(
+        &route("{prefix: /}", "{cluster: web}"),
+        &cluster("web", &[(origin.port, 1)], ""),
+        &dir.path("access.log"),
+        Some(&cert),
+    );
+    let yaml = before_every_router(&yaml, &wasm_filter_json(&json));
+    let cfg = dir.write("hoist.yaml", yaml);
+    let hoist = Hoist::start(&cfg, &["--concurrency", "1"]);
+    let port = hoist.addr("tls").port();
+    let resolve = format!("localhost:{port}:127.0.0.1");
+    // Status and body length of a GET of `path`.
+    let get = |path: &str, extra: &[&str]| -> (String, String) {
+        let url = format!("https://localhost:{port}{path}");
+        let mut args = vec!["-k", "--resolve", &resolve, "-o", "/dev/null"];
+        args.extend_from_slice(&["-w", "%{http_code} %{size_download}"]);
+        args.extend_from_slice(extra);
+        args.push(&url);
+        let out = curl(&args);
+        let text = String::from_utf8_lossy(&out.stdout).to_string();
+        let (code, size) = text.split_once(' ').unwrap_or((&text, ""));
+        (code.to_string(), size.to_string())
+    };
+    let ok = |n: usize| ("200".to_string(), n.to_string());
+    assert_eq!(get("/page?n=5000", &[]), ok(5000), "ordinary page");
+    assert_eq!(get("/page?n=5000&chunked=1", &[]), ok(5000), "chunked");
+    assert_eq!(get("/page?n=5000", &["--http2"]), ok(5000), "HTTP/2");
+    assert_eq!(get("/page?n=5000&leak=1&at=2000", &[]).0, "403", "leak");
+    assert_eq!(
+        get("/page?n=5000&leak=1&at=2000&chunked=1", &[]).0,
+        "403",
+        "leak, chunked"
+    );
+    assert_eq!(
+        get("/page?n=5000&leak=1", &["--http2"]).0,
+        "403",
+        "leak, HTTP/2"
+    );
+    // Past the limit: the first 64 KiB are inspected, all 300,000 bytes pass.
+    assert_eq!(get("/page?n=300000", &[]), ok(300_000), "long page");
+    assert_eq!(
+        get("/page?n=300000&chunked=1", &[]),
+        ok(300_000),
+        "long page, chunked"
+    );
+    assert_eq!(
+        get("/page?n=300000&leak=1&at=1000&chunked=1", &[]).0,
+        "403",
+        "leak within the limit"
+    );
+    assert_eq!(
+        get("/page?n=300000&leak=1&at=200000", &[]),
+        ok(300_000),
+        "leak past the limit: not inspected (ProcessPartial)"
+    );
+    // With SecResponseBodyLimitAction Reject, a body past the limit is answered with 500.
+    let reject = ["-H", "Host: reject.test", "--http1.1"];
+    assert_eq!(get("/page?n=5000", &reject), ok(5000), "Reject, within");
+    assert_eq!(get("/page?n=300000", &reject).0, "500", "Reject, past");
+    // A HEAD is answered from the origin's head, nothing held back.
+    let head = curl(&[
+        "-k",
+        "--resolve",
+        &resolve,
+        "-I",
+        &format!("https://localhost:{port}/page?n=5000"),
+    ]);
+    let head = String::from_utf8_lossy(&head.stdout).to_ascii_lowercase();
+    assert!(
+        head.starts_with("http/2 200") && head.contains("content-length: 5000"),
+        "{head}"
+    );
+    hoist.wait_stat("http.ingress.waf.tx_total", 13);
+    assert_eq!(hoist.stat("http.ingress.waf.tx_interrupted"), 5);
+    assert_eq!(hoist.stat("http.ingress.waf.interrupted_rule.0"), 1);
+    assert_eq!(hoist.stat("http.ingress.waf.interrupted_rule.959100"), 4);
 }

@@ -227,17 +227,30 @@ impl HttpFilter for Filter<'_> {
             // Our own local reply going out: nothing to inspect.
             return FilterStatus::Continue;
         }
-        self.step(|tx| {
+        let status = self.step(|tx| {
             tx.set_response_status(head.status, "HTTP/1.1");
             for (name, value) in &head.headers {
                 tx.add_response_header(name.as_str(), value.as_bytes());
             }
             tx.process_response_headers().cloned()
-        })
+        });
+        if !matches!(status, FilterStatus::Continue) || self.wants_response_body() {
+            return status;
+        }
+        // No body to inspect (SecResponseBodyAccess Off, or a MIME type not listed): phase 4
+        // still runs, on an empty RESPONSE_BODY, as in ModSecurity and Coraza; CRS checks the
+        // outbound anomaly score there (959100).
+        self.step(|tx| tx.process_response_body().cloned())
     }
 
     fn wants_response_body(&self) -> bool {
         self.tx.as_ref().is_some_and(|tx| tx.wants_response_body())
+    }
+
+    fn response_body_limit(&self) -> Option<u64> {
+        self.tx
+            .as_ref()
+            .map(|tx| u64::try_from(tx.response_body_limit()).unwrap_or(u64::MAX))
     }
 
     fn encode_data(&mut self, body: &[u8], _cx: &mut StreamContext<'_>) -> FilterStatus {

@@ -11,6 +11,8 @@ Prints its port on the first line of stdout, then serves until killed. Paths:
   /status?code=N       an empty response with that status
   /fail?origin=X&code=N  status N if this origin is named X, else as /echo
   /seen                the method, path and host of every request before this one (JSON)
+  /page?n=N            an N-byte text/html page of ordinary sentences; &leak=1 puts an Oracle
+                       error message at byte &at=K (default 0); &chunked=1 sends it chunked
 """
 import hashlib, json, socket, ssl, sys, threading, time
 from urllib.parse import urlparse, parse_qs
@@ -117,6 +119,22 @@ def serve(conn, number):
                 conn.sendall(b"HTTP/1.1 200 OK\r\ncontent-length: %d\r\n\r\n" % n)
                 for piece in pattern(n):
                     conn.sendall(piece)
+        elif url.path == "/page":
+            n = int(q.get("n", "0"))
+            body = (b"<p>Ordinary words on an ordinary page.</p>\n" * (n // 40 + 1))[:n]
+            if q.get("leak"):
+                at = int(q.get("at", "0"))
+                leak = b" ORA-00933: SQL command not properly ended "
+                body = (body[:at] + leak + body[at + len(leak):])[:n]
+            if q.get("chunked"):
+                conn.sendall(b"HTTP/1.1 200 OK\r\ncontent-type: text/html\r\n"
+                             b"transfer-encoding: chunked\r\n\r\n")
+                for i in range(0, len(body), 16384):
+                    piece = body[i:i + 16384]
+                    conn.sendall(b"%x\r\n" % len(piece) + piece + b"\r\n")
+                conn.sendall(b"0\r\n\r\n")
+            else:
+                send(conn, 200, body, [("content-type", "text/html")])
         elif url.path == "/delay":
             time.sleep(int(q.get("ms", "0")) / 1000)
             send(conn, 200, b"late")
