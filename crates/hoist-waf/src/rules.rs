@@ -293,6 +293,15 @@ fn on_off(d: &Directive) -> Result<bool, Error> {
     }
 }
 
+/// A body limit action: true for Reject, false for ProcessPartial.
+fn reject(d: &Directive) -> Result<bool, Error> {
+    match d.args.first().map(|s| s.to_ascii_lowercase()).as_deref() {
+        Some("reject") => Ok(true),
+        Some("processpartial") => Ok(false),
+        _ => Err(d.error(format!("{}: Reject or ProcessPartial", d.name))),
+    }
+}
+
 impl Builder {
     fn build(mut self, directives: Vec<Directive>) -> Result<RuleSet, Error> {
         let mut set = RuleSet {
@@ -348,28 +357,8 @@ impl Builder {
                         .parse()
                         .map_err(|_| d.error("bad SecResponseBodyLimit"))?
                 }
-                "secrequestbodylimitaction" => {
-                    set.request_body_limit_reject = match arg0.to_ascii_lowercase().as_str() {
-                        "reject" => true,
-                        "processpartial" => false,
-                        _ => {
-                            return Err(
-                                d.error("SecRequestBodyLimitAction: Reject or ProcessPartial")
-                            )
-                        }
-                    }
-                }
-                "secresponsebodylimitaction" => {
-                    set.response_body_limit_reject = match arg0.to_ascii_lowercase().as_str() {
-                        "reject" => true,
-                        "processpartial" => false,
-                        _ => {
-                            return Err(
-                                d.error("SecResponseBodyLimitAction: Reject or ProcessPartial")
-                            )
-                        }
-                    }
-                }
+                "secrequestbodylimitaction" => set.request_body_limit_reject = reject(&d)?,
+                "secresponsebodylimitaction" => set.response_body_limit_reject = reject(&d)?,
                 "secresponsebodymimetype" => set.response_mime_types = d.args.clone(),
                 "seccomponentsignature" => set.component_signatures.push(arg0.to_string()),
                 "secruleremovebyid" => {

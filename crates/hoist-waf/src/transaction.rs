@@ -338,14 +338,7 @@ impl Transaction {
         if chunk.len() > room {
             self.request_body.extend_from_slice(&chunk[..room]);
             self.request_body_truncated = true;
-            if self.rules.request_body_limit_reject && self.engine == EngineMode::On {
-                self.interruption.get_or_insert(Interruption {
-                    status: 413,
-                    rule_id: 0,
-                    action: "deny",
-                    redirect: None,
-                });
-            }
+            self.over_body_limit(self.rules.request_body_limit_reject, 413);
             return false;
         }
         self.request_body.extend_from_slice(chunk);
@@ -488,18 +481,24 @@ impl Transaction {
             .saturating_sub(self.response_body.len());
         if chunk.len() > room {
             self.response_body.extend_from_slice(&chunk[..room]);
-            if self.rules.response_body_limit_reject && self.engine == EngineMode::On {
-                self.interruption.get_or_insert(Interruption {
-                    status: 500,
-                    rule_id: 0,
-                    action: "deny",
-                    redirect: None,
-                });
-            }
+            self.over_body_limit(self.rules.response_body_limit_reject, 500);
             return false;
         }
         self.response_body.extend_from_slice(chunk);
         true
+    }
+
+    /// A body went past its limit: with the limit action Reject and the engine on, the
+    /// transaction is interrupted with `status` (no rule: id 0).
+    fn over_body_limit(&mut self, reject: bool, status: u16) {
+        if reject && self.engine == EngineMode::On {
+            self.interruption.get_or_insert(Interruption {
+                status,
+                rule_id: 0,
+                action: "deny",
+                redirect: None,
+            });
+        }
     }
 
     /// Phase 4.
