@@ -11,6 +11,7 @@
 
 use bytes::{Bytes, BytesMut};
 use hoist_http::body::StreamBody;
+use hoist_http::Body;
 
 /// What reading a streamed body up to a limit gave.
 pub enum Gathered {
@@ -24,12 +25,25 @@ pub enum Gathered {
     Taken,
 }
 
-/// Reads `body` until it ends or `limit` bytes have arrived.
+impl Gathered {
+    /// What the filters inspect and the body the reply then carries; `None` for `Taken`.
+    pub fn into_parts(self) -> Option<(Bytes, Body)> {
+        match self {
+            Gathered::Whole(b) => Some((b.clone(), Body::Bytes(b))),
+            Gathered::Partial { inspected, rest } => Some((inspected, Body::Stream(rest))),
+            Gathered::Taken => None,
+        }
+    }
+}
+
+/// Reads `body` until it ends or `limit` bytes and one more have arrived: the byte past the
+/// limit tells a filter that the body is longer (SecResponseBodyLimitAction Reject answers
+/// 500 then).
 pub async fn gather(body: &StreamBody, limit: u64) -> Gathered {
     let Some(mut rx) = body.take() else {
         return Gathered::Taken;
     };
-    let limit = usize::try_from(limit).unwrap_or(usize::MAX);
+    let limit = usize::try_from(limit.saturating_add(1)).unwrap_or(usize::MAX);
     let mut held = BytesMut::new();
     // A piece that did not fit, or the producer's error: what stops the reading early.
     let stopped = loop {
@@ -114,7 +128,7 @@ mod tests {
     fn a_body_within_the_limit_is_held_whole() {
         run(async {
             let body = produce(vec![Some(b"abc"), Some(b"def")], Some(6));
-            match gather(&body, 6).await {
+            match gather(&body, 5).await {
                 Gathered::Whole(b) => assert_eq!(&b[..], b"abcdef"),
                 _ => panic!("not whole"),
             }
@@ -127,7 +141,7 @@ mod tests {
     fn a_longer_body_is_inspected_in_its_first_bytes_and_sent_whole() {
         run(async {
             let body = produce(vec![Some(b"abc"), Some(b"defg"), Some(b"hij")], None);
-            let Gathered::Partial { inspected, rest } = gather(&body, 5).await else {
+            let Gathered::Partial { inspected, rest } = gather(&body, 4).await else {
                 panic!("not partial");
             };
             assert_eq!(&inspected[..], b"abcde");
@@ -135,7 +149,7 @@ mod tests {
             assert_eq!(collect(&rest).await, (b"abcdefghij".to_vec(), false));
             // A first piece already past the limit: no empty piece goes ahead of it.
             let body = produce(vec![Some(b"abcdef"), Some(b"g")], Some(7));
-            let Gathered::Partial { inspected, rest } = gather(&body, 2).await else {
+            let Gathered::Partial { inspected, rest } = gather(&body, 1).await else {
                 panic!("not partial");
             };
             assert_eq!(&inspected[..], b"ab");

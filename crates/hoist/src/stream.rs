@@ -17,7 +17,7 @@ use http::HeaderValue;
 use crate::access_log::{LogContext, WorkerAccessLog};
 use crate::conn_manager::{HcmRuntime, Outcome, Reply, Routing};
 use crate::connection::ConnInfo;
-use crate::response_body::Gathered;
+use crate::response_body;
 use crate::router::Action;
 use crate::stats_scope::HcmWorkerStats;
 use crate::upstream::forward::{self, Source};
@@ -213,26 +213,13 @@ impl HcmWorker {
                     // A proxied body: held back up to the filters' limit (see
                     // `response_body`).
                     Body::Stream(s) => {
-                        // One byte past the limit tells a filter that the body is longer
-                        // (SecResponseBodyLimitAction Reject answers 500 then).
-                        let limit = filters.response_body_limit().saturating_add(1);
-                        match crate::response_body::gather(s, limit).await {
-                            Gathered::Whole(b) => {
-                                let r = filters.encode_data(&b, &info, &mut state, route_configs);
-                                reply.body = Body::Bytes(b);
-                                r
+                        let limit = filters.response_body_limit();
+                        match response_body::gather(s, limit).await.into_parts() {
+                            Some((inspected, body)) => {
+                                reply.body = body;
+                                filters.encode_data(&inspected, &info, &mut state, route_configs)
                             }
-                            Gathered::Partial { inspected, rest } => {
-                                let r = filters.encode_data(
-                                    &inspected,
-                                    &info,
-                                    &mut state,
-                                    route_configs,
-                                );
-                                reply.body = Body::Stream(rest);
-                                r
-                            }
-                            Gathered::Taken => None,
+                            None => None,
                         }
                     }
                 };
