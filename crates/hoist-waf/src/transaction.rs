@@ -454,18 +454,23 @@ impl Transaction {
         if !self.rules.response_body_access {
             return false;
         }
+        // Asked several times per response (by the proxy's filter chain and the WAF filter):
+        // compared in place, nothing allocated.
         let ct = self
             .response_headers
             .as_slice()
             .iter()
             .find(|(k, _)| k.eq_ignore_ascii_case("content-type"))
-            .map(|(_, v)| String::from_utf8_lossy(v).to_ascii_lowercase())
-            .unwrap_or_default();
-        let mime = ct.split(';').next().unwrap_or("").trim().to_string();
+            .map_or(&[][..], |(_, v)| &v[..]);
+        let mime = ct
+            .split(|&b| b == b';')
+            .next()
+            .unwrap_or_default()
+            .trim_ascii();
         self.rules
             .response_mime_types
             .iter()
-            .any(|m| m.eq_ignore_ascii_case(&mime))
+            .any(|m| m.as_bytes().eq_ignore_ascii_case(mime))
     }
 
     /// Appends to the response body up to SecResponseBodyLimit; past it, with

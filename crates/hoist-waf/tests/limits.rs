@@ -206,3 +206,23 @@ fn response_body_limit_action() {
         }
     }
 }
+
+/// The response body is wanted for a listed MIME type whatever its case, spacing and
+/// parameters; not for another type or without a Content-Type.
+#[test]
+fn response_body_wanted_by_listed_mime_type() {
+    let r = rules(RESPONSE);
+    let wants = |ct: Option<&[u8]>| {
+        let mut tx = Transaction::new(r.clone(), "10.0.0.1", "t");
+        tx.set_response_status(200, "HTTP/1.1");
+        if let Some(ct) = ct {
+            tx.add_response_header("content-TYPE", ct);
+        }
+        tx.wants_response_body()
+    };
+    assert!(wants(Some(b"text/html")));
+    assert!(wants(Some(b" Text/HTML ; charset=utf-8")));
+    assert!(!wants(Some(b"text/plain")));
+    assert!(!wants(Some(b"text/htmlx")));
+    assert!(!wants(None));
+}
