@@ -292,6 +292,24 @@ impl Transaction {
         let value: Cow<'_, [u8]>;
         match item.slot {
             Some(slot) if !rule.actions.multi_match => {
+                // One search for the regexes of the rule's group tells whether any of them
+                // can match this value; a member is never negated, so "none" is no hit.
+                if let Some(group) = rule.rx_group {
+                    let chains = rules.chains.len();
+                    let may_match = match cache.group_answer(slot, chains, group) {
+                        Some(known) => known,
+                        None => {
+                            let (v, _) =
+                                cache.get(slot, &item.value, rule.chain, &rules.chains, None);
+                            let answer = rules.rx_groups.may_match(group, v);
+                            cache.set_group_answer(slot, chains, group, answer);
+                            answer
+                        }
+                    };
+                    if !may_match {
+                        return;
+                    }
+                }
                 let (v, bits) = cache.get(
                     slot,
                     &item.value,

@@ -38,6 +38,7 @@ mod prefilter;
 #[cfg(feature = "rule-profile")]
 pub mod rule_profile;
 pub mod rules;
+mod rx_groups;
 mod scratch;
 mod sqli;
 #[cfg(test)]

@@ -38,6 +38,8 @@ pub struct Rule {
     /// The (target, chain) unions whose prefilter bits decide whether this rule can match at
     /// all in a transaction; `None` when it is always evaluated.
     pub gates: Option<Vec<u32>>,
+    /// The regex group this rule's regex is searched in first (see `rx_groups`).
+    pub(crate) rx_group: Option<u8>,
     /// Per target, the value class of every value it yields (`ValueClasses::class_of_var`),
     /// `None` where it depends on each member's key; empty without a prefilter slot.
     pub(crate) target_classes: Vec<Option<u8>>,
@@ -107,6 +109,8 @@ pub struct RuleSet {
     pub(crate) gates: Vec<crate::gates::GateDef>,
     /// Per gate id, what its union's computation reads first (see `GateKey`).
     pub(crate) gate_keys: Vec<crate::gates::GateKey>,
+    /// Literal-free regexes searched together (see `rx_groups`).
+    pub(crate) rx_groups: crate::rx_groups::RxGroups,
     /// The phase loop's packed view of `phases` (see `heads`).
     pub(crate) heads: Heads,
     /// Worked out on the first transaction (it runs rules on a probe transaction).
@@ -144,11 +148,14 @@ impl RuleSet {
     /// skipped on the prefilter's word its gates (see `gates`). multiMatch rules get a slot
     /// but no gates: they test the value after every step of their chain, and a union over
     /// every prefix (base64Decode and all) cost more to scan than their regexes (measured).
-    fn intern_chains(&mut self) {
+    /// Returns, per prefilter slot, whether ordinary words meet its literal sets
+    /// (`literals::met_by_words`: the slot gates almost nothing).
+    fn intern_chains(&mut self) -> Vec<bool> {
         let mut literal_sets: Vec<Vec<Vec<Vec<u8>>>> = Vec::new();
         // Per slot, the rule's targets: which values its bit is read for.
         let mut slot_targets: Vec<Vec<crate::variables::Target>> = Vec::new();
         let mut gates = crate::gates::GateTable::default();
+        let mut weak_slots = Vec::new();
         for entry in self.phases.iter_mut().flatten() {
             let Entry::Rule(head) = entry else { continue };
             let mut link: Option<&mut Rule> = Some(head);
@@ -167,6 +174,7 @@ impl RuleSet {
                 };
                 if let Some(lits) = literals {
                     rule.prefilter_slot = u32::try_from(literal_sets.len()).ok();
+                    weak_slots.push(crate::literals::met_by_words(&lits));
                     literal_sets.push(lits);
                     slot_targets.push(rule.targets.targets.clone());
                     if !rule.negated && !rule.actions.multi_match {
@@ -209,6 +217,7 @@ impl RuleSet {
         }
         self.gates = gates.into_defs();
         self.gate_keys = crate::gates::GateKey::of(&self.gates, &self.chains);
+        weak_slots
     }
 
     fn resolve_skip_after(&mut self) {
@@ -250,6 +259,21 @@ impl RuleSet {
             }
         }
         (with, all)
+    }
+
+    /// How many regex groups (see `rx_groups`) the rule set has, and how many rule links
+    /// search one first.
+    pub fn regex_groups(&self) -> (usize, usize) {
+        let mut members = 0;
+        for entry in self.phases.iter().flatten() {
+            let Entry::Rule(head) = entry else { continue };
+            let mut link = Some(&**head);
+            while let Some(rule) = link {
+                members += usize::from(rule.rx_group.is_some());
+                link = rule.chained.as_deref();
+            }
+        }
+        (self.rx_groups.len(), members)
     }
 
     pub(crate) fn prefilter(&self) -> Option<&Prefilter> {
@@ -323,6 +347,7 @@ impl Builder {
             value_classes: ValueClasses::default(),
             gates: Vec::new(),
             gate_keys: Vec::new(),
+            rx_groups: Default::default(),
             heads: Heads::default(),
             constant_plan: OnceLock::new(),
             scratch: Default::default(),
@@ -413,7 +438,8 @@ impl Builder {
                 }
             }
         }
-        set.intern_chains();
+        let weak_slots = set.intern_chains();
+        set.rx_groups = crate::rx_groups::RxGroups::build(&mut set.phases, &weak_slots);
         set.resolve_skip_after();
         set.heads = Heads::build(&set.phases);
         Ok(set)
@@ -501,6 +527,7 @@ impl Builder {
             skip_after_index: None,
             prefilter_slot: None,
             gates: None,
+            rx_group: None,
             target_classes: Vec::new(),
             log: actions.log.unwrap_or(defaults.log),
             disruptive: actions.disruptive.clone().unwrap_or(defaults.disruptive),

@@ -59,13 +59,14 @@ pub(crate) const LISTS: usize = 16;
 
 /// A slot's region in `ValueCache::table`: per chain id its entry, per transformation its
 /// memo (see `ValueCache::transform`), then the value's `Transform::hit_keeping_mask` with
-/// `MASK_KNOWN` set once computed.
+/// `MASK_KNOWN` set once computed, then its regex groups' answers (`group_answer`).
 fn region_len(chains: usize) -> usize {
-    chains + Transform::COUNT + 1
+    chains + Transform::COUNT + 2
 }
 
 const MASK_KNOWN: u32 = 1 << 31;
 const _MASK_FITS: () = assert!(Transform::COUNT < 32);
+const _GROUPS_FIT: () = assert!(2 * crate::rx_groups::MAX_GROUPS <= 32);
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Val {
@@ -373,6 +374,26 @@ impl ValueCache {
             *stored = Transform::hit_keeping_mask(original) as u32 | MASK_KNOWN;
         }
         Some(u64::from(*stored & !MASK_KNOWN))
+    }
+
+    /// What the value's regex group `group` answered (see `rx_groups`): `Some(true)` when
+    /// one of its regexes may match the value under the group's chain, `None` before it
+    /// was asked. Two bits per group: known, then the answer.
+    pub fn group_answer(&mut self, slot: Slot, chains: usize, group: u8) -> Option<bool> {
+        let region = self.region(slot, chains)?;
+        let word = *self.table.get(region + chains + Transform::COUNT + 1)?;
+        let at = 2 * u32::from(group);
+        (word >> at & 1 != 0).then_some(word >> (at + 1) & 1 != 0)
+    }
+
+    pub fn set_group_answer(&mut self, slot: Slot, chains: usize, group: u8, may_match: bool) {
+        let Some(region) = self.region(slot, chains) else {
+            return;
+        };
+        if let Some(word) = self.table.get_mut(region + chains + Transform::COUNT + 1) {
+            let at = 2 * u32::from(group);
+            *word |= (1 | u32::from(may_match) << 1) << at;
+        }
     }
 
     /// Where the prefilter hits of `value` start in `bits`, scanning it on first use: one

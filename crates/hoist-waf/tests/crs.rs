@@ -412,6 +412,8 @@ fn crs_regression_corpus() {
         "crs: {} transformation chain nodes; {prefiltered} of {rx} @rx rules prefiltered",
         rules.chains.len()
     );
+    let (groups, grouped) = rules.regex_groups();
+    eprintln!("crs: {grouped} rule links in {groups} regex groups");
     let (block, decided) = rules.constant_rules();
     eprintln!("crs: constant plan: a block of {block} phase-1 entries, {decided} rules decided");
     let verbose = std::env::var_os("HOIST_CRS_VERBOSE").is_some();

@@ -1,0 +1,144 @@
+//! Regex groups: literal-free regexes over the same values, searched together once per value.
+//!
+//! A regex the prefilter cannot gate (no literal every match needs, or only sets of literals
+//! that ordinary words contain, such as single letters) runs on every value its rule reads. CRS's Unix command rules (932230, 932235, 932250, 932260 at paranoia level 1,
+//! more above it) are such regexes: they put an evasion class (`["'\)\[\x5c]*`) between any
+//! two letters of each command, and each reads every argument, argument name and cookie
+//! unchanged. Searching one value for the alternation of all of them costs about what one of
+//! them costs (the lazy DFA walks the value once either way; measured), and most values match
+//! none: then every rule of the group is answered for that value by one search. When the
+//! alternation matches, each rule still runs its own regex (for its own answer and captures).
+//!
+//! Rules group by transformation chain and targets: the answer is kept per (value, group) in
+//! the value cache, so a group has one chain, and rules that read the same values are the ones
+//! that ask about the same values. Membership changes only the cost: the alternation matches
+//! whenever one of its members would, so a member's "no" is exact and any "yes" is rechecked.
+
+use crate::chains::ChainId;
+use crate::operators::{Operator, Pattern};
+use crate::rules::{Entry, Rule};
+use std::collections::HashMap;
+
+/// Answers fit the value cache's memo word: two bits per group.
+pub(crate) const MAX_GROUPS: usize = 16;
+
+/// The alternation of each group's regexes, indexed by group number.
+#[derive(Debug, Default)]
+pub(crate) struct RxGroups {
+    unions: Vec<regex::bytes::Regex>,
+}
+
+impl RxGroups {
+    /// Finds the groups among `phases`' rules and sets each member's `rx_group`. A group
+    /// whose alternation does not compile (past the size limits) is left out: its rules
+    /// search alone, as before.
+    /// `weak_slots[slot]`: whether prefilter slot `slot` lets ordinary words through.
+    pub fn build(phases: &mut [Vec<Entry>], weak_slots: &[bool]) -> RxGroups {
+        let mut by_key: HashMap<(ChainId, String), Vec<String>> = HashMap::new();
+        let mut order: Vec<(ChainId, String)> = Vec::new();
+        for_each_link(phases, &mut |rule| {
+            if let Some(pattern) = candidate(rule, weak_slots) {
+                let key = (rule.chain, format!("{:?}", rule.targets.targets));
+                let members = by_key.entry(key.clone()).or_default();
+                if members.is_empty() {
+                    order.push(key);
+                }
+                if !members.iter().any(|p| p == pattern) {
+                    members.push(pattern.to_owned());
+                }
+            }
+        });
+        let mut numbers: HashMap<(ChainId, String), u8> = HashMap::new();
+        let mut unions = Vec::new();
+        for key in order {
+            let Some(members) = by_key.get(&key).filter(|m| m.len() >= 2) else {
+                continue;
+            };
+            if unions.len() == MAX_GROUPS {
+                break;
+            }
+            let Some(union) = alternation(members) else {
+                continue;
+            };
+            if let Ok(n) = u8::try_from(unions.len()) {
+                numbers.insert(key, n);
+                unions.push(union);
+            }
+        }
+        for_each_link(phases, &mut |rule| {
+            if candidate(rule, weak_slots).is_some() {
+                let key = (rule.chain, format!("{:?}", rule.targets.targets));
+                rule.rx_group = numbers.get(&key).copied();
+            }
+        });
+        RxGroups { unions }
+    }
+
+    /// Whether any regex of group `group` matches `value`.
+    pub fn may_match(&self, group: u8, value: &[u8]) -> bool {
+        self.unions
+            .get(usize::from(group))
+            .is_none_or(|re| re.is_match(value))
+    }
+
+    pub fn len(&self) -> usize {
+        self.unions.len()
+    }
+}
+
+/// The regex of a rule that can join a group: a plain `@rx` (not negated: its "no" would be
+/// a match) that the prefilter does not gate (no slot, or one that ordinary words meet), and
+/// not multiMatch (which searches each step of its chain, not one value).
+fn candidate<'r>(rule: &'r Rule, weak_slots: &[bool]) -> Option<&'r str> {
+    let ungated = rule
+        .prefilter_slot
+        .is_none_or(|slot| weak_slots.get(slot as usize).copied().unwrap_or(false));
+    match &rule.operator {
+        Operator::Rx(Pattern::Bytes(re))
+            if !rule.negated && ungated && !rule.actions.multi_match =>
+        {
+            Some(re.as_str())
+        }
+        _ => None,
+    }
+}
+
+/// One regex matching wherever one of `patterns` does. Each pattern keeps its own flags: a
+/// flag group such as `(?i)` inside `(?:...)` ends with it.
+fn alternation(patterns: &[String]) -> Option<regex::bytes::Regex> {
+    let joined: Vec<String> = patterns.iter().map(|p| format!("(?:{p})")).collect();
+    regex::bytes::RegexBuilder::new(&joined.join("|"))
+        // Each member compiled under the default limits; their alternation is their sum.
+        .size_limit(patterns.len().saturating_mul(10 << 20))
+        .dfa_size_limit(patterns.len().saturating_mul(2 << 20))
+        .build()
+        .ok()
+}
+
+fn for_each_link(phases: &mut [Vec<Entry>], f: &mut impl FnMut(&mut Rule)) {
+    for entry in phases.iter_mut().flatten() {
+        let Entry::Rule(head) = entry else { continue };
+        let mut link: Option<&mut Rule> = Some(head);
+        while let Some(rule) = link {
+            f(rule);
+            link = rule.chained.as_deref_mut();
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn alternation_keeps_each_patterns_flags() {
+        let union = alternation(&["(?s-u)(?i)ab".to_owned(), "(?s-u)cd".to_owned()]).unwrap();
+        assert!(union.is_match(b"xABx"));
+        assert!(union.is_match(b"xcdx"));
+        // The second pattern is case-sensitive: `(?i)` ended with the first group.
+        assert!(!union.is_match(b"xCDx"));
+        // Bytes mode survives the grouping: `.` matches a byte that is not UTF-8.
+        let union = alternation(&["(?s-u)a.b".to_owned(), "(?s-u)zz".to_owned()]).unwrap();
+        assert!(union.is_match(b"a\xffb"));
+    }
+}
