@@ -42,12 +42,13 @@ pub fn required_sets(pattern: &str) -> Vec<Set> {
 }
 
 /// Whether a value of ordinary words meets every one of `sets`: each has a member that is a
-/// single ASCII letter or digit (CRS's Unix command regexes require one of `b`, `c`, `e`,
-/// ... or a separator). A prefilter slot with such sets lets nearly every value through.
+/// single ASCII letter, digit or space (CRS's Unix command regexes require one of `b`, `c`,
+/// `e`, ... or a separator, and a space or one of `&|<>` after the command). A prefilter slot
+/// with such sets lets nearly every value through.
 pub fn met_by_words(sets: &[Set]) -> bool {
     sets.iter().all(|set| {
         set.iter()
-            .any(|l| matches!(l[..], [b] if b.is_ascii_alphanumeric()))
+            .any(|l| matches!(l[..], [b] if b.is_ascii_alphanumeric() || b == b' '))
     })
 }
 
