@@ -292,6 +292,13 @@ impl Transaction {
         let value: Cow<'_, [u8]>;
         match item.slot {
             Some(slot) if !rule.actions.multi_match => {
+                // Its needle is not in the value even with whitespace dropped and case
+                // lowered: no need to make that copy.
+                if let Some(fc) = &rule.folded_contains {
+                    if !fc.found_in(&item.value) {
+                        return;
+                    }
+                }
                 // One search for the regexes of the rule's group tells whether any of them
                 // can match this value; a member is never negated, so "none" is no hit.
                 if let Some(group) = rule.rx_group {

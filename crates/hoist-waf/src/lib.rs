@@ -22,6 +22,7 @@ mod constant;
 mod decode;
 pub mod error;
 mod eval;
+mod folded_contains;
 mod gates;
 mod heads;
 mod hit_keeping;

@@ -38,6 +38,8 @@ pub struct Rule {
     /// The (target, chain) unions whose prefilter bits decide whether this rule can match at
     /// all in a transaction; `None` when it is always evaluated.
     pub gates: Option<Vec<u32>>,
+    /// `@contains` answered on the value as collected (see `folded_contains`).
+    pub(crate) folded_contains: Option<crate::folded_contains::FoldedContains>,
     /// The regex group this rule's regex is searched in first (see `rx_groups`).
     pub(crate) rx_group: Option<u8>,
     /// Per target, the value class of every value it yields (`ValueClasses::class_of_var`),
@@ -161,6 +163,7 @@ impl RuleSet {
             let mut link: Option<&mut Rule> = Some(head);
             while let Some(rule) = link {
                 rule.chain = self.chains.intern(&rule.transforms);
+                rule.folded_contains = crate::folded_contains::FoldedContains::plan(rule);
                 let literals = match &rule.operator {
                     Operator::Rx(Pattern::Bytes(re)) => {
                         Some(required_sets(re.as_str())).filter(|sets| !sets.is_empty())
@@ -528,6 +531,7 @@ impl Builder {
             prefilter_slot: None,
             gates: None,
             rx_group: None,
+            folded_contains: None,
             target_classes: Vec::new(),
             log: actions.log.unwrap_or(defaults.log),
             disruptive: actions.disruptive.clone().unwrap_or(defaults.disruptive),

@@ -510,3 +510,30 @@ SecRule &MATCHED_VARS "@eq 2" "id:2,phase:2,pass,nolog,setvar:tx.both=1"
     assert_eq!(tx_var(&tx, "stale"), None);
     assert_eq!(tx_var(&tx, "both").as_deref(), Some("1"));
 }
+
+#[test]
+fn contains_under_whitespace_and_case_folding_finds_a_spread_out_needle() {
+    // CRS 955300's shape: the needle is looked for in the body without whitespace and in
+    // lower case (found without making that copy unless it is there).
+    let r = rules(
+        r#"
+SecResponseBodyAccess On
+SecRule RESPONSE_BODY "@contains <title>punkholicshell</title>" "id:1,phase:4,pass,nolog,t:none,t:removeWhitespace,t:lowercase,setvar:tx.hit=%{matched_var}"
+"#,
+    );
+    let run = |body: &[u8]| {
+        let mut tx = get(&r, "/");
+        tx.set_response_status(200, "HTTP/1.1");
+        tx.add_response_header("Content-Type", b"text/html");
+        tx.process_response_headers();
+        tx.append_response_body(body);
+        tx.process_response_body();
+        tx_var(&tx, "hit")
+    };
+    assert_eq!(
+        run(b"<html><TITLE> PunkHolic\tShell\r\n</title></html>").as_deref(),
+        Some("<html><title>punkholicshell</title></html>")
+    );
+    assert_eq!(run(b"<title>PunkHolic Shel</title>"), None);
+    assert_eq!(run(b"<title>punk holic shell<title>"), None);
+}

@@ -72,7 +72,11 @@ fn url_decode_edges() {
         "full-width maps to ASCII"
     );
     assert_eq!(t("urlDecodeUni", b"%u12"), b"%u12");
-    assert_eq!(t("urlDecodeUni", b"%u004"), b"%u004", "%u with three digits kept");
+    assert_eq!(
+        t("urlDecodeUni", b"%u004"),
+        b"%u004",
+        "%u with three digits kept"
+    );
     assert_eq!(t("urlDecodeUni", b"%u0041%41"), b"AA");
     assert_eq!(t("urlDecode", b"%u0041"), b"%u0041", "no %u without Uni");
     assert_eq!(t("urlDecode", b"ab%"), b"ab%", "% at the end kept");
