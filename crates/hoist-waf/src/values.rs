@@ -329,9 +329,13 @@ impl ValueCache {
         // One region lookup for both questions: this runs for every value of every
         // prefiltered rule whose gate is open.
         let region = self.region(slot, chains)?;
-        let keeping = self.keeping_mask(region, chains, original)?;
-        if chain_mask & !keeping != 0 {
-            return None;
+        // An empty chain keeps every hit: no pass over the value to say which steps do
+        // (the response body's rules are all `t:none`).
+        if chain_mask != 0 {
+            let keeping = self.keeping_mask(region, chains, original)?;
+            if chain_mask & !keeping != 0 {
+                return None;
+            }
         }
         let start = self.bits_of(region, Val::Original, original, p);
         self.bits.get(start..start + p.words())
@@ -345,9 +349,11 @@ impl ValueCache {
         chain_mask: u64,
         chains: usize,
     ) -> bool {
-        self.region(slot, chains)
-            .and_then(|region| self.keeping_mask(region, chains, original))
-            .is_some_and(|keeping| chain_mask & !keeping == 0)
+        chain_mask == 0
+            || self
+                .region(slot, chains)
+                .and_then(|region| self.keeping_mask(region, chains, original))
+                .is_some_and(|keeping| chain_mask & !keeping == 0)
     }
 
     /// The value's `Transform::hit_keeping_mask` and its own prefilter hits.
