@@ -34,42 +34,50 @@ impl RxGroups {
     /// search alone, as before.
     /// `weak_slots[slot]`: whether prefilter slot `slot` lets ordinary words through.
     pub fn build(phases: &mut [Vec<Entry>], weak_slots: &[bool]) -> RxGroups {
-        let mut by_key: HashMap<(ChainId, String), Vec<String>> = HashMap::new();
-        let mut order: Vec<(ChainId, String)> = Vec::new();
+        // Candidate keys (chain, targets) in first-seen order with their distinct patterns,
+        // and per rule link in walk order the index of its key, if it is a candidate.
+        let mut keys: HashMap<(ChainId, String), usize> = HashMap::new();
+        let mut members: Vec<Vec<String>> = Vec::new();
+        let mut link_keys: Vec<Option<usize>> = Vec::new();
         for_each_link(phases, &mut |rule| {
-            if let Some(pattern) = candidate(rule, weak_slots) {
+            let key = candidate(rule, weak_slots).map(|pattern| {
                 let key = (rule.chain, format!("{:?}", rule.targets.targets));
-                let members = by_key.entry(key.clone()).or_default();
-                if members.is_empty() {
-                    order.push(key);
+                let next = members.len();
+                let at = *keys.entry(key).or_insert(next);
+                if at == next {
+                    members.push(Vec::new());
                 }
-                if !members.iter().any(|p| p == pattern) {
-                    members.push(pattern.to_owned());
+                if let Some(patterns) = members.get_mut(at) {
+                    if !patterns.iter().any(|p| p == pattern) {
+                        patterns.push(pattern.to_owned());
+                    }
                 }
-            }
+                at
+            });
+            link_keys.push(key);
         });
-        let mut numbers: HashMap<(ChainId, String), u8> = HashMap::new();
+        // Per key, its group number when its patterns form one.
+        let mut numbers: Vec<Option<u8>> = vec![None; members.len()];
         let mut unions = Vec::new();
-        for key in order {
-            let Some(members) = by_key.get(&key).filter(|m| m.len() >= 2) else {
+        for (patterns, number) in members.iter().zip(&mut numbers) {
+            if patterns.len() < 2 {
                 continue;
-            };
+            }
             if unions.len() == MAX_GROUPS {
                 break;
             }
-            let Some(union) = alternation(members) else {
+            let Some(union) = alternation(patterns) else {
                 continue;
             };
             if let Ok(n) = u8::try_from(unions.len()) {
-                numbers.insert(key, n);
+                *number = Some(n);
                 unions.push(union);
             }
         }
+        let mut links = link_keys.into_iter();
         for_each_link(phases, &mut |rule| {
-            if candidate(rule, weak_slots).is_some() {
-                let key = (rule.chain, format!("{:?}", rule.targets.targets));
-                rule.rx_group = numbers.get(&key).copied();
-            }
+            let key = links.next().flatten();
+            rule.rx_group = key.and_then(|k| numbers.get(k).copied().flatten());
         });
         RxGroups { unions }
     }
