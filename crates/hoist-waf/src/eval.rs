@@ -86,10 +86,10 @@ impl Transaction {
         if matches!(decision, Decision::NoMatch) {
             return true;
         }
-        if let (Decision::Undecided, Some((slot, gates))) = (decision, head.gated(&rules.heads)) {
+        if let (Decision::Undecided, Some((slot, set))) = (decision, head.gated()) {
             #[cfg(feature = "rule-profile")]
             let since = std::time::Instant::now();
-            let open = self.gates_open(slot, gates);
+            let open = self.gates_open(slot, set);
             #[cfg(feature = "rule-profile")]
             crate::rule_profile::add(phase, crate::rule_profile::GATES, since);
             if !open {

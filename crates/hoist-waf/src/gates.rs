@@ -26,7 +26,9 @@ use crate::rules::{Rule, RuleSet};
 use crate::transaction::Transaction;
 use crate::values::ValueCache;
 use crate::variables::{Selector, Target, Targets, VarName};
+use smallvec::SmallVec;
 use std::collections::HashMap;
+use std::sync::Arc;
 
 /// A target (without exclusions) under a chain: what one union is computed over.
 #[derive(Debug)]
@@ -58,19 +60,34 @@ impl GateKey {
     }
 }
 
-/// Load time: gives each distinct (target, chain) pair an id.
+/// Load time: gives each distinct (target, chain) pair an id, and each distinct list of them
+/// (a rule's gates) a set id.
 #[derive(Default)]
 pub(crate) struct GateTable {
     index: HashMap<String, u32>,
     targets: HashMap<String, u32>,
     defs: Vec<GateDef>,
+    set_index: HashMap<Vec<u32>, u32>,
+    sets: Vec<Box<[u32]>>,
 }
 
 impl GateTable {
-    /// The gate ids of a rule with these targets and chain; `None` when some target can
+    /// The gate set of a rule with these targets and chain; `None` when some target can
     /// hold values the prefilter never sees (TX and MATCHED_* change during the phase,
     /// `&COUNT` targets test a number).
-    pub fn assign(&mut self, targets: &Targets, chain: ChainId) -> Option<Vec<u32>> {
+    pub fn assign(&mut self, targets: &Targets, chain: ChainId) -> Option<u32> {
+        let mut ids = self.gate_ids(targets, chain)?;
+        ids.sort_unstable();
+        if let Some(&set) = self.set_index.get(&ids) {
+            return Some(set);
+        }
+        let set = u32::try_from(self.sets.len()).ok()?;
+        self.sets.push(ids.clone().into_boxed_slice());
+        self.set_index.insert(ids, set);
+        Some(set)
+    }
+
+    fn gate_ids(&mut self, targets: &Targets, chain: ChainId) -> Option<Vec<u32>> {
         if targets.targets.is_empty() {
             return None;
         }
@@ -108,8 +125,9 @@ impl GateTable {
         Some(ids)
     }
 
-    pub fn into_defs(self) -> Vec<GateDef> {
-        self.defs
+    /// The gates by id and the sets by id.
+    pub fn into_parts(self) -> (Vec<GateDef>, Vec<Box<[u32]>>) {
+        (self.defs, self.sets)
     }
 }
 
@@ -127,6 +145,9 @@ fn stable(var: VarName) -> bool {
 pub(crate) struct GateCache {
     /// Per gate id: 1 + the start of its union in `bits`, 0 while not computed.
     at: Vec<u32>,
+    /// Per gate set id: 1 + the start in `bits` of the OR of its gates' unions, 0 while not
+    /// computed.
+    set_at: Vec<u32>,
     /// Per target id, once computed.
     targets: Vec<Option<TargetSummary>>,
     bits: Vec<u64>,
@@ -150,6 +171,7 @@ impl GateCache {
     /// A GET changes nothing between phases 1 and 2, so phase 2 reuses phase 1's unions.
     pub fn changed(&mut self) {
         self.at.clear();
+        self.set_at.clear();
         self.targets.clear();
         self.bits.clear();
     }
@@ -158,38 +180,92 @@ impl GateCache {
 impl Transaction {
     /// False when `rule` cannot match now: its prefilter bit is in no union of its gates.
     pub(crate) fn gate_open(&mut self, rule: &Rule) -> bool {
-        let (Some(gates), Some(slot)) = (&rule.gates, rule.prefilter_slot) else {
+        let (Some(set), Some(slot)) = (rule.gate_set, rule.prefilter_slot) else {
             return true;
         };
-        self.gates_open(slot, gates)
+        self.gates_open(slot, set)
     }
 
-    /// Whether any of `gates` lets prefilter `slot` through.
-    pub(crate) fn gates_open(&mut self, slot: u32, gates: &[u32]) -> bool {
+    /// Whether any gate of gate set `set` lets prefilter `slot` through. A transaction checks
+    /// ~165 rules, most of them on a few sets that CRS rule files share (targets and chain),
+    /// so the OR of a shared set's unions is made once and each check is one bit; a set of
+    /// one rule is checked gate by gate (measured: ORing every set cost more than it saved).
+    pub(crate) fn gates_open(&mut self, slot: u32, set: u32) -> bool {
         let words = self.rules.prefilter().map_or(0, |p| p.words());
-        gates.iter().any(|&g| {
-            if let Some(bits) = self.summary_as_union(g, words) {
-                return has_slot(bits, slot);
+        let start = match self.gate_cache.set_at.get(set as usize) {
+            Some(&at) if at > 0 => Some(at as usize - 1),
+            _ if self.rules.shared_gate_sets.get(set as usize) == Some(&true) => {
+                self.set_union(set, words)
             }
-            let start = self.union(g);
+            _ => return self.any_gate_open(slot, set, words),
+        };
+        start
+            .and_then(|s| self.gate_cache.bits.get(s..s + words))
+            .is_none_or(|bits| has_slot(bits, slot))
+    }
+
+    fn any_gate_open(&mut self, slot: u32, set: u32, words: usize) -> bool {
+        let rules = Arc::clone(&self.rules);
+        let Some(gates) = rules.gate_sets.get(set as usize) else {
+            return true;
+        };
+        gates.iter().any(|&g| {
+            let start = self.summary_as_union(g).or_else(|| self.union(g));
             start
                 .and_then(|s| self.gate_cache.bits.get(s..s + words))
                 .is_none_or(|bits| has_slot(bits, slot))
         })
     }
 
-    /// Gate `g`'s union when it is its target's summary as it stands (the summary is known
-    /// and the gate's chain keeps every value's hits), read without computing or recording
-    /// a union: most of a transaction's ~200 gates are this, and the bookkeeping of a
-    /// union cost more than the check.
-    fn summary_as_union(&self, g: u32, words: usize) -> Option<&[u64]> {
+    /// Where the OR of gate set `set`'s unions starts in the cache, computing and recording it;
+    /// `None` means "unknown": its rules must be evaluated.
+    fn set_union(&mut self, set: u32, words: usize) -> Option<usize> {
+        let rules = Arc::clone(&self.rules);
+        let gates = rules.gate_sets.get(set as usize)?;
+        let mut starts: SmallVec<[usize; 16]> = SmallVec::new();
+        for &g in gates.iter() {
+            starts.push(match self.summary_as_union(g) {
+                Some(s) => s,
+                None => self.union(g)?,
+            });
+        }
+        let start = match starts.as_slice() {
+            [one] => *one,
+            _ => {
+                let bits = &mut self.gate_cache.bits;
+                let start = bits.len();
+                bits.resize(start + words, 0);
+                for &s in &starts {
+                    for i in 0..words {
+                        let b = bits.get(s + i).copied().unwrap_or(u64::MAX);
+                        if let Some(u) = bits.get_mut(start + i) {
+                            *u |= b;
+                        }
+                    }
+                }
+                start
+            }
+        };
+        let at = &mut self.gate_cache.set_at;
+        if at.len() <= set as usize {
+            at.resize(set as usize + 1, 0);
+        }
+        if let Some(a) = at.get_mut(set as usize) {
+            *a = u32::try_from(start + 1).ok()?;
+        }
+        Some(start)
+    }
+
+    /// Where gate `g`'s union starts when it is its target's summary as it stands (the
+    /// summary is known and the gate's chain keeps every value's hits): nothing to compute
+    /// or record, the case of most of a transaction's gates.
+    fn summary_as_union(&self, g: u32) -> Option<usize> {
         let key = self.rules.gate_keys.get(g as usize)?;
         let summary = (*self.gate_cache.targets.get(key.target_id as usize)?)?;
         if key.chain_mask & !summary.keeping != 0 {
             return None;
         }
-        let hits = summary.hits?;
-        self.gate_cache.bits.get(hits..hits + words)
+        summary.hits
     }
 
     /// Where gate `g`'s union starts in the cache, computing it on first use; `None` means

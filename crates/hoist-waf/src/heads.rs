@@ -1,5 +1,5 @@
 //! The phase loop's packed view of each entry: whether it is a marker, its id, a filter of
-//! its tags, and its first link's prefilter slot and gates, one array per phase.
+//! its tags, and its first link's prefilter slot and gate set, one array per phase.
 //!
 //! Most of a request's rules are passed over: their gate is closed, or the constant plan
 //! decided them. Each rule is a separate allocation with its targets, actions and tags
@@ -19,27 +19,21 @@ pub(crate) struct Head {
     /// [`tag_bit`] of each of the rule's tags, OR-ed: a tag whose bit is absent is not one
     /// of them, known without reading the tags.
     pub(crate) tag_bits: u64,
+    /// `NO_SLOT` when the first link is not gated.
     slot: u32,
-    gates_start: u32,
-    gates_len: u32,
+    gate_set: u32,
 }
 
 impl Head {
-    /// The first link's prefilter slot and gates, when it is gated.
-    pub(crate) fn gated<'a>(&self, heads: &'a Heads) -> Option<(u32, &'a [u32])> {
-        if self.slot == NO_SLOT || self.gates_len == 0 {
-            return None;
-        }
-        let start = self.gates_start as usize;
-        let gates = heads.gate_ids.get(start..start + self.gates_len as usize)?;
-        Some((self.slot, gates))
+    /// The first link's prefilter slot and gate set, when it is gated.
+    pub(crate) fn gated(&self) -> Option<(u32, u32)> {
+        (self.slot != NO_SLOT).then_some((self.slot, self.gate_set))
     }
 }
 
 #[derive(Debug, Default)]
 pub(crate) struct Heads {
     pub(crate) phases: [Vec<Head>; 5],
-    gate_ids: Vec<u32>,
 }
 
 impl Heads {
@@ -54,36 +48,23 @@ impl Heads {
                         marker: true,
                         tag_bits: 0,
                         slot: NO_SLOT,
-                        gates_start: 0,
-                        gates_len: 0,
+                        gate_set: 0,
                     },
-                    Entry::Rule(rule) => heads.head(rule),
+                    Entry::Rule(rule) => Heads::head(rule),
                 })
                 .collect();
         }
         heads
     }
 
-    fn head(&mut self, rule: &Rule) -> Head {
-        let gates = rule.gates.as_deref().unwrap_or(&[]);
-        let gates_start = u32::try_from(self.gate_ids.len()).unwrap_or(u32::MAX);
-        let packed = rule.prefilter_slot.is_some()
-            && u32::try_from(gates.len()).is_ok()
-            && gates_start != u32::MAX;
-        if packed {
-            self.gate_ids.extend_from_slice(gates);
-        }
+    fn head(rule: &Rule) -> Head {
+        let gated = rule.prefilter_slot.zip(rule.gate_set);
         Head {
             id: rule.id,
             marker: false,
             tag_bits: rule.actions.tags.iter().fold(0, |b, t| b | tag_bit(t)),
-            slot: if packed {
-                rule.prefilter_slot.unwrap_or(NO_SLOT)
-            } else {
-                NO_SLOT
-            },
-            gates_start,
-            gates_len: if packed { gates.len() as u32 } else { 0 },
+            slot: gated.map_or(NO_SLOT, |(slot, _)| slot),
+            gate_set: gated.map_or(0, |(_, set)| set),
         }
     }
 }

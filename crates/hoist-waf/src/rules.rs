@@ -35,9 +35,10 @@ pub struct Rule {
     pub skip_after_index: Option<usize>,
     /// This rule's bit in the prefilter, when its regex has required literals (or it is @pm).
     pub prefilter_slot: Option<u32>,
-    /// The (target, chain) unions whose prefilter bits decide whether this rule can match at
-    /// all in a transaction; `None` when it is always evaluated.
-    pub gates: Option<Vec<u32>>,
+    /// The set of (target, chain) unions whose prefilter bits decide whether this rule can
+    /// match at all in a transaction (an index in `RuleSet::gate_sets`); `None` when it is
+    /// always evaluated.
+    pub gate_set: Option<u32>,
     /// `@contains` answered on the value as collected (see `folded_contains`).
     pub(crate) folded_contains: Option<crate::folded_contains::FoldedContains>,
     /// The regex group this rule's regex is searched in first (see `rx_groups`).
@@ -111,6 +112,12 @@ pub struct RuleSet {
     pub(crate) gates: Vec<crate::gates::GateDef>,
     /// Per gate id, what its union's computation reads first (see `GateKey`).
     pub(crate) gate_keys: Vec<crate::gates::GateKey>,
+    /// The distinct gate lists of rules, by set id: rules on the same targets and chain
+    /// share one OR of their unions per transaction (see `gates`).
+    pub(crate) gate_sets: Vec<Box<[u32]>>,
+    /// Per gate set, whether more than one rule link is gated on it: only then does making
+    /// the OR of its unions pay (see `gates`).
+    pub(crate) shared_gate_sets: Vec<bool>,
     /// Literal-free regexes searched together (see `rx_groups`).
     pub(crate) rx_groups: crate::rx_groups::RxGroups,
     /// The phase loop's packed view of `phases` (see `heads`).
@@ -181,7 +188,7 @@ impl RuleSet {
                     literal_sets.push(lits);
                     slot_targets.push(rule.targets.targets.clone());
                     if !rule.negated && !rule.actions.multi_match {
-                        rule.gates = gates.assign(&rule.targets, rule.chain);
+                        rule.gate_set = gates.assign(&rule.targets, rule.chain);
                     }
                 }
                 link = rule.chained.as_deref_mut();
@@ -213,12 +220,13 @@ impl RuleSet {
                 let mut link: Option<&mut Rule> = Some(head);
                 while let Some(rule) = link {
                     rule.prefilter_slot = None;
-                    rule.gates = None;
+                    rule.gate_set = None;
                     link = rule.chained.as_deref_mut();
                 }
             }
         }
-        self.gates = gates.into_defs();
+        (self.gates, self.gate_sets) = gates.into_parts();
+        self.shared_gate_sets = shared_sets(&self.phases, self.gate_sets.len());
         self.gate_keys = crate::gates::GateKey::of(&self.gates, &self.chains);
         weak_slots
     }
@@ -350,6 +358,8 @@ impl Builder {
             value_classes: ValueClasses::default(),
             gates: Vec::new(),
             gate_keys: Vec::new(),
+            gate_sets: Vec::new(),
+            shared_gate_sets: Vec::new(),
             rx_groups: Default::default(),
             heads: Heads::default(),
             constant_plan: OnceLock::new(),
@@ -529,7 +539,7 @@ impl Builder {
             chain: EMPTY_CHAIN,
             skip_after_index: None,
             prefilter_slot: None,
-            gates: None,
+            gate_set: None,
             rx_group: None,
             folded_contains: None,
             target_classes: Vec::new(),
@@ -602,4 +612,20 @@ impl Builder {
         }
         Ok(())
     }
+}
+
+/// Per gate set, whether two or more rule links are gated on it.
+fn shared_sets(phases: &[Vec<Entry>; 5], sets: usize) -> Vec<bool> {
+    let mut users = vec![0_u32; sets];
+    for entry in phases.iter().flatten() {
+        let Entry::Rule(head) = entry else { continue };
+        let mut link = Some(&**head);
+        while let Some(rule) = link {
+            if let Some(n) = rule.gate_set.and_then(|s| users.get_mut(s as usize)) {
+                *n += 1;
+            }
+            link = rule.chained.as_deref();
+        }
+    }
+    users.into_iter().map(|n| n > 1).collect()
 }

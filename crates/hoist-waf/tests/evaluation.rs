@@ -203,11 +203,14 @@ fn post(rules: &Arc<RuleSet>, uri: &str, body: &[u8]) -> Transaction {
 #[test]
 fn gate_computed_in_phase_1_sees_the_body_arguments_of_phase_2() {
     // Rule 1 makes phase 1 compute the ARGS union (query only); rule 2 uses the same
-    // target and chain in phase 2, when the body's arguments have joined ARGS.
+    // target and chain in phase 2, when the body's arguments have joined ARGS. Rule 3
+    // computes another union (query arguments only) first, where phase 1's ARGS union was
+    // kept: a stale record of rule 2's gate set would read it.
     let r = rules(
         r#"
 SecRequestBodyAccess On
 SecRule ARGS "@rx zzzz" "id:1,phase:1,pass,nolog,t:none,setvar:tx.one=1"
+SecRule ARGS_GET "@rx qqqq" "id:3,phase:2,pass,nolog,t:none,setvar:tx.three=1"
 SecRule ARGS "@rx attack" "id:2,phase:2,pass,nolog,t:none,setvar:tx.two=1"
 "#,
     );
