@@ -462,6 +462,9 @@ impl Transaction {
     }
 
     fn check(&self, rule: &Rule, value: &[u8], captures: Option<&mut Vec<Vec<u8>>>) -> bool {
+        if rule.byte_filter.is_some_and(|f| !f.may_match(value)) {
+            return rule.negated;
+        }
         rule.operator.evaluate(value, self, captures) != rule.negated
     }
 

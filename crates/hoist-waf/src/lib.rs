@@ -16,6 +16,7 @@
 
 pub mod actions;
 mod body;
+mod byte_filter;
 pub mod chains;
 mod collections;
 mod constant;

@@ -41,6 +41,9 @@ pub struct Rule {
     pub gate_set: Option<u32>,
     /// `@contains` answered on the value as collected (see `folded_contains`).
     pub(crate) folded_contains: Option<crate::folded_contains::FoldedContains>,
+    /// Punctuation one of which every match of a multiMatch rule's regex holds, checked
+    /// before searching a step of its chain (see `byte_filter`).
+    pub(crate) byte_filter: Option<crate::byte_filter::ByteFilter>,
     /// The regex group this rule's regex is searched in first (see `rx_groups`).
     pub(crate) rx_group: Option<u8>,
     /// Per target, the value class of every value it yields (`ValueClasses::class_of_var`),
@@ -171,6 +174,14 @@ impl RuleSet {
             while let Some(rule) = link {
                 rule.chain = self.chains.intern(&rule.transforms);
                 rule.folded_contains = crate::folded_contains::FoldedContains::plan(rule);
+                rule.byte_filter = match &rule.operator {
+                    Operator::Rx(Pattern::Bytes(re))
+                        if rule.actions.multi_match && !rule.negated =>
+                    {
+                        crate::byte_filter::ByteFilter::of_regex(re.as_str())
+                    }
+                    _ => None,
+                };
                 let literals = match &rule.operator {
                     Operator::Rx(Pattern::Bytes(re)) => {
                         Some(required_sets(re.as_str())).filter(|sets| !sets.is_empty())
@@ -540,6 +551,7 @@ impl Builder {
             skip_after_index: None,
             prefilter_slot: None,
             gate_set: None,
+            byte_filter: None,
             rx_group: None,
             folded_contains: None,
             target_classes: Vec::new(),

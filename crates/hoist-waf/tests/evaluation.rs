@@ -126,6 +126,22 @@ fn multimatch_rules_are_prefiltered_without_losing_a_step() {
 }
 
 #[test]
+fn multimatch_punctuation_filter_reads_each_step_not_the_original() {
+    // Every match needs `(` or `.`; the argument as sent has neither (base64 of `eval(1)`
+    // and of `evaluate`), only its decoded step may.
+    let r = rules(
+        r#"SecRule ARGS "@rx eval\(|this\.constructor" "id:1,phase:1,pass,nolog,multiMatch,t:none,t:base64Decode,setvar:tx.hit=%{matched_var}""#,
+    );
+    assert_eq!(
+        tx_var(&get(&r, "/?q=ZXZhbCgxKQ%3D%3D"), "hit").as_deref(),
+        Some("eval(1)")
+    );
+    assert_eq!(tx_var(&get(&r, "/?q=ZXZhbHVhdGU%3D"), "hit"), None);
+    // The value as sent matches (MATCHED_VAR is then the last step's, as for every multiMatch).
+    assert!(tx_var(&get(&r, "/?q=this.constructor"), "hit").is_some());
+}
+
+#[test]
 fn multimatch_steps_use_the_hits_a_gate_already_scanned() {
     // Rule 1's gate scans each argument after removeWhitespace; rule 2 (multiMatch, same
     // chain) reads that scan for its removeWhitespace step: `ev al(` has no `eval(` until its
