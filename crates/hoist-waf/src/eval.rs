@@ -43,6 +43,20 @@ impl Transaction {
                     continue;
                 }
             }
+            // A run of gated rules none of which can match is passed over at once.
+            if at.skip == 0 {
+                if let Some(run) = rules.gate_runs.at(phase, at.next) {
+                    #[cfg(feature = "rule-profile")]
+                    let since = std::time::Instant::now();
+                    let closed = self.run_closed(run);
+                    #[cfg(feature = "rule-profile")]
+                    crate::rule_profile::add(phase, crate::rule_profile::GATES, since);
+                    if closed {
+                        at.next = run.end;
+                        continue;
+                    }
+                }
+            }
             if !self.step(&rules, phase, &mut at, plan) {
                 break;
             }

@@ -210,11 +210,31 @@ impl Transaction {
             return true;
         };
         gates.iter().any(|&g| {
-            let start = self.summary_as_union(g).or_else(|| self.union(g));
-            start
-                .and_then(|s| self.gate_cache.bits.get(s..s + words))
+            self.gate_union(g)
+                .and_then(|s| self.gate_cache_bits(s, words))
                 .is_none_or(|bits| has_slot(bits, slot))
         })
+    }
+
+    /// Where the summary of target `target_id` starts in the cache when it stands for the
+    /// union of every gate on the target whose chain is in `chain_masks` (their OR): the
+    /// summary is known and those chains keep every value's hits.
+    pub(crate) fn summary_covering(&self, target_id: u32, chain_masks: u64) -> Option<usize> {
+        let summary = (*self.gate_cache.targets.get(target_id as usize)?)?;
+        if chain_masks & !summary.keeping != 0 {
+            return None;
+        }
+        summary.hits
+    }
+
+    /// Where gate `g`'s union starts in the cache (see `union`).
+    pub(crate) fn gate_union(&mut self, g: u32) -> Option<usize> {
+        self.summary_as_union(g).or_else(|| self.union(g))
+    }
+
+    /// The union (of `words` words) starting at `start`.
+    pub(crate) fn gate_cache_bits(&self, start: usize, words: usize) -> Option<&[u64]> {
+        self.gate_cache.bits.get(start..start + words)
     }
 
     /// Where the OR of gate set `set`'s unions starts in the cache, computing and recording it;

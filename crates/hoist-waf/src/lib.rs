@@ -24,6 +24,7 @@ mod decode;
 pub mod error;
 mod eval;
 mod folded_contains;
+mod gate_runs;
 mod gates;
 mod heads;
 mod hit_keeping;

@@ -125,6 +125,8 @@ pub struct RuleSet {
     pub(crate) rx_groups: crate::rx_groups::RxGroups,
     /// The phase loop's packed view of `phases` (see `heads`).
     pub(crate) heads: Heads,
+    /// Runs of gated rules checked together (see `gate_runs`).
+    pub(crate) gate_runs: crate::gate_runs::GateRuns,
     /// Worked out on the first transaction (it runs rules on a probe transaction).
     pub(crate) constant_plan: OnceLock<ConstantPlan>,
     /// Finished transactions' working memory, for the next ones (see `scratch`).
@@ -373,6 +375,7 @@ impl Builder {
             shared_gate_sets: Vec::new(),
             rx_groups: Default::default(),
             heads: Heads::default(),
+            gate_runs: Default::default(),
             constant_plan: OnceLock::new(),
             scratch: Default::default(),
         };
@@ -466,6 +469,9 @@ impl Builder {
         set.rx_groups = crate::rx_groups::RxGroups::build(&mut set.phases, &weak_slots);
         set.resolve_skip_after();
         set.heads = Heads::build(&set.phases);
+        let words = set.prefilter().map_or(0, Prefilter::words);
+        set.gate_runs =
+            crate::gate_runs::GateRuns::build(&set.heads, &set.gate_sets, &set.gate_keys, words);
         Ok(set)
     }
 

@@ -273,6 +273,30 @@ SecRule REQUEST_HEADERS "@rx needle" "id:5,phase:4,pass,nolog,t:none,setvar:tx.r
     assert_eq!(tx_var(&tx, "req"), None);
 }
 
+/// Consecutive gated rules are passed over together only when none can match: a rule in the
+/// middle of such a run still runs, including one whose chain changes what the prefilter
+/// sees (its target's summary of the values as collected does not stand for it).
+#[test]
+fn a_run_of_gated_rules_is_passed_over_only_when_all_are_closed() {
+    let r = rules(
+        r#"
+SecRule ARGS "@rx zzzz" "id:1,phase:1,pass,nolog,t:none,setvar:tx.one=1"
+SecRule ARGS "@rx attack" "id:2,phase:1,pass,nolog,t:none,t:urlDecodeUni,setvar:tx.two=1"
+SecRule REQUEST_HEADERS "@rx needle" "id:3,phase:1,pass,nolog,t:none,setvar:tx.three=1"
+SecRule ARGS "@rx yyyy" "id:4,phase:1,pass,nolog,t:none,t:lowercase,setvar:tx.four=1"
+"#,
+    );
+    let run = |uri: &str, header: &[u8]| {
+        let tx = with_headers(&r, uri, &[("X-A", header)]);
+        ["one", "two", "three", "four"].map(|n| tx_var(&tx, n).is_some())
+    };
+    // The query's own decoding leaves `%61ttack`; only t:urlDecodeUni makes `attack`.
+    assert_eq!(run("/?q=%2561ttack", b"hay"), [false, true, false, false]);
+    assert_eq!(run("/?q=fine", b"a needle"), [false, false, true, false]);
+    assert_eq!(run("/?q=YYYY", b"hay"), [false, false, false, true]);
+    assert_eq!(run("/?q=fine", b"hay"), [false; 4]);
+}
+
 #[test]
 fn gated_rule_still_honours_exclusions_and_later_members() {
     let r = rules(
