@@ -214,8 +214,12 @@ impl Transaction {
         if !gate_checked && !self.gate_open(rule) {
             return false;
         }
-        let mut exclusions: SmallVec<[&Exclusion; 8]> = rule.targets.exclusions.iter().collect();
-        exclusions.extend(removed_targets_of(&self.removed_targets, head));
+        // Most rules have none: the collecting was most of a small request's SmallVec work.
+        let mut exclusions: SmallVec<[&Exclusion; 8]> = SmallVec::new();
+        if !rule.targets.exclusions.is_empty() || !self.removed_targets.is_empty() {
+            exclusions.extend(rule.targets.exclusions.iter());
+            exclusions.extend(removed_targets_of(&self.removed_targets, head));
+        }
         // Moved out so the cache can grow while items borrow the transaction.
         let cache = self.values.take().unwrap_or_default();
         let mut hits = std::mem::take(&mut self.hits);
