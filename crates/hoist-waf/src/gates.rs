@@ -58,6 +58,21 @@ impl GateKey {
             })
             .collect()
     }
+
+    /// Per target id, whether some gate on it has a chain that transforms.
+    pub fn transformed_targets(keys: &[GateKey]) -> Vec<bool> {
+        let mut out = Vec::new();
+        for key in keys {
+            let t = key.target_id as usize;
+            if out.len() <= t {
+                out.resize(t + 1, false);
+            }
+            if let Some(x) = out.get_mut(t) {
+                *x |= key.chain_mask != 0;
+            }
+        }
+        out
+    }
 }
 
 /// Load time: gives each distinct (target, chain) pair an id, and each distinct list of them
@@ -341,7 +356,8 @@ impl Transaction {
             _ => {
                 let items = collected.insert(Items::new());
                 self.collect(&rules.gates.get(gi)?.target, &[], items);
-                let summary = summarize(items, cache, bits, chains, rules);
+                let transformed = rules.transformed_targets.get(t).copied().unwrap_or(true);
+                let summary = summarize(items, cache, bits, chains, rules, transformed);
                 if targets.len() <= t {
                     targets.resize(t + 1, None);
                 }
@@ -407,11 +423,15 @@ fn summarize(
     bits: &mut Vec<u64>,
     chains: usize,
     rules: &RuleSet,
+    transformed: bool,
 ) -> TargetSummary {
     let words = rules.prefilter().map_or(0, Prefilter::words);
     let start = bits.len();
     bits.resize(start + words, 0);
-    let mut keeping = u64::MAX;
+    // A target no gate transforms (RESPONSE_BODY's are all `t:none`) never has its chains
+    // compared with `keeping`: 0 says "keeps nothing", and each value's mask (a pass over a
+    // 1 KB body) is not computed.
+    let mut keeping = if transformed { u64::MAX } else { 0 };
     for item in items {
         let Some(slot) = item.slot else {
             return TargetSummary {
@@ -419,9 +439,13 @@ fn summarize(
                 hits: None,
             };
         };
-        let own = rules
-            .value_prefilter(slot, &item.key)
-            .and_then(|p| cache.own_hits(slot, &item.value, chains, p));
+        let own = rules.value_prefilter(slot, &item.key).and_then(|p| {
+            if transformed {
+                cache.own_hits(slot, &item.value, chains, p)
+            } else {
+                Some((0, cache.original_hits(slot, &item.value, chains, p)?))
+            }
+        });
         let Some((mask, own)) = own else {
             return TargetSummary {
                 keeping: 0,

@@ -115,6 +115,8 @@ pub struct RuleSet {
     pub(crate) gates: Vec<crate::gates::GateDef>,
     /// Per gate id, what its union's computation reads first (see `GateKey`).
     pub(crate) gate_keys: Vec<crate::gates::GateKey>,
+    /// Per gate target id, whether some gate on it transforms (see `gates::summarize`).
+    pub(crate) transformed_targets: Vec<bool>,
     /// The distinct gate lists of rules, by set id: rules on the same targets and chain
     /// share one OR of their unions per transaction (see `gates`).
     pub(crate) gate_sets: Vec<Box<[u32]>>,
@@ -241,6 +243,7 @@ impl RuleSet {
         (self.gates, self.gate_sets) = gates.into_parts();
         self.shared_gate_sets = shared_sets(&self.phases, self.gate_sets.len());
         self.gate_keys = crate::gates::GateKey::of(&self.gates, &self.chains);
+        self.transformed_targets = crate::gates::GateKey::transformed_targets(&self.gate_keys);
         weak_slots
     }
 
@@ -371,6 +374,7 @@ impl Builder {
             value_classes: ValueClasses::default(),
             gates: Vec::new(),
             gate_keys: Vec::new(),
+            transformed_targets: Vec::new(),
             gate_sets: Vec::new(),
             shared_gate_sets: Vec::new(),
             rx_groups: Default::default(),

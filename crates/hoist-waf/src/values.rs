@@ -370,6 +370,20 @@ impl ValueCache {
         Some((keeping, self.bits.get(start..start + p.words())?))
     }
 
+    /// The value's own prefilter hits, without its hit-keeping mask (for a target whose
+    /// gates all read it untransformed, the mask would never be asked for).
+    pub fn original_hits<'v>(
+        &'v mut self,
+        slot: Slot,
+        original: &[u8],
+        chains: usize,
+        p: &Prefilter,
+    ) -> Option<&'v [u64]> {
+        let region = self.region(slot, chains)?;
+        let start = self.bits_of(region, Val::Original, original, p);
+        self.bits.get(start..start + p.words())
+    }
+
     /// `Transform::hit_keeping_mask` of the value whose region starts at `region`, computed
     /// on first use.
     fn keeping_mask(&mut self, region: usize, chains: usize, original: &[u8]) -> Option<u64> {
