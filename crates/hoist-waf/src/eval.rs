@@ -215,6 +215,17 @@ impl Transaction {
             return false;
         }
         // Most rules have none: the collecting was most of a small request's SmallVec work.
+        // A gated rule may be open on one target only: the others' unions (over their values
+        // before exclusions) may lack its bit, and then none of their values can match (an
+        // open ARGS gate left all of ARGS_NAMES to be visited). Bit i: target i is closed.
+        let mut closed_targets = 0u64;
+        if let (Some(slot), Some(_)) = (rule.prefilter_slot, rule.gate_set) {
+            for (i, &g) in rule.target_gates.iter().enumerate().take(64) {
+                if self.gate_known_without(g, slot) {
+                    closed_targets |= 1 << i;
+                }
+            }
+        }
         let mut exclusions: SmallVec<[&Exclusion; 8]> = SmallVec::new();
         if !rule.targets.exclusions.is_empty() || !self.removed_targets.is_empty() {
             exclusions.extend(rule.targets.exclusions.iter());
@@ -240,6 +251,9 @@ impl Transaction {
             .prefilter_slot
             .and_then(|slot| Some((slot, rules.prefilter()?)));
         for (i, target) in rule.targets.targets.iter().enumerate() {
+            if i < 64 && closed_targets & (1 << i) != 0 {
+                continue;
+            }
             // The prefilter of the target's values (see `value_class`): one for all of them
             // unless it depends on each member's key.
             if let Some((slot, p)) = full {

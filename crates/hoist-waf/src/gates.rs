@@ -90,16 +90,19 @@ impl GateTable {
     /// The gate set of a rule with these targets and chain; `None` when some target can
     /// hold values the prefilter never sees (TX and MATCHED_* change during the phase,
     /// `&COUNT` targets test a number).
-    pub fn assign(&mut self, targets: &Targets, chain: ChainId) -> Option<u32> {
-        let mut ids = self.gate_ids(targets, chain)?;
+    /// Also returns each target's gate, in the targets' order.
+    pub fn assign(&mut self, targets: &Targets, chain: ChainId) -> Option<(u32, Vec<u32>)> {
+        let per_target = self.gate_ids(targets, chain)?;
+        let mut ids = per_target.clone();
         ids.sort_unstable();
+        ids.dedup();
         if let Some(&set) = self.set_index.get(&ids) {
-            return Some(set);
+            return Some((set, per_target));
         }
         let set = u32::try_from(self.sets.len()).ok()?;
         self.sets.push(ids.clone().into_boxed_slice());
         self.set_index.insert(ids, set);
-        Some(set)
+        Some((set, per_target))
     }
 
     fn gate_ids(&mut self, targets: &Targets, chain: ChainId) -> Option<Vec<u32>> {
@@ -133,9 +136,7 @@ impl GateTable {
                 });
                 next
             });
-            if !ids.contains(&id) {
-                ids.push(id);
-            }
+            ids.push(id);
         }
         Some(ids)
     }
@@ -240,6 +241,21 @@ impl Transaction {
             return None;
         }
         summary.hits
+    }
+
+    /// Whether gate `g`'s union is known without computing it (its target's summary, or made
+    /// earlier in the phase) and lacks prefilter `slot`. Computing a union here would
+    /// transform and scan values that the rule's own evaluation may never look at.
+    pub(crate) fn gate_known_without(&self, g: u32, slot: u32) -> bool {
+        let words = self.rules.prefilter().map_or(0, |p| p.words());
+        let computed = || {
+            let at = *self.gate_cache.at.get(g as usize)?;
+            (at > 0).then(|| at as usize - 1)
+        };
+        self.summary_as_union(g)
+            .or_else(computed)
+            .and_then(|s| self.gate_cache_bits(s, words))
+            .is_some_and(|bits| !has_slot(bits, slot))
     }
 
     /// Where gate `g`'s union starts in the cache (see `union`).

@@ -39,6 +39,8 @@ pub struct Rule {
     /// match at all in a transaction (an index in `RuleSet::gate_sets`); `None` when it is
     /// always evaluated.
     pub gate_set: Option<u32>,
+    /// With `gate_set`: each target's gate, in the targets' order (see `evaluate_link`).
+    pub(crate) target_gates: Vec<u32>,
     /// `@contains` answered on the value as collected (see `folded_contains`).
     pub(crate) folded_contains: Option<crate::folded_contains::FoldedContains>,
     /// Punctuation one of which every match of a multiMatch rule's regex holds, checked
@@ -203,7 +205,10 @@ impl RuleSet {
                     literal_sets.push(lits);
                     slot_targets.push(rule.targets.targets.clone());
                     if !rule.negated && !rule.actions.multi_match {
-                        rule.gate_set = gates.assign(&rule.targets, rule.chain);
+                        if let Some((set, per_target)) = gates.assign(&rule.targets, rule.chain) {
+                            rule.gate_set = Some(set);
+                            rule.target_gates = per_target;
+                        }
                     }
                 }
                 link = rule.chained.as_deref_mut();
@@ -236,6 +241,7 @@ impl RuleSet {
                 while let Some(rule) = link {
                     rule.prefilter_slot = None;
                     rule.gate_set = None;
+                    rule.target_gates = Vec::new();
                     link = rule.chained.as_deref_mut();
                 }
             }
@@ -561,6 +567,7 @@ impl Builder {
             skip_after_index: None,
             prefilter_slot: None,
             gate_set: None,
+            target_gates: Vec::new(),
             byte_filter: None,
             rx_group: None,
             folded_contains: None,

@@ -297,6 +297,30 @@ SecRule ARGS "@rx yyyy" "id:4,phase:1,pass,nolog,t:none,t:lowercase,setvar:tx.fo
     assert_eq!(run("/?q=fine", b"hay"), [false; 4]);
 }
 
+/// An open gated rule skips the targets whose own union lacks its literal; each target is
+/// still read when the literal is in it, whichever of the rule's targets it is.
+#[test]
+fn an_open_rule_reads_only_the_targets_that_may_match() {
+    let r = rules(
+        r#"
+SecRule REQUEST_HEADERS|ARGS_NAMES|ARGS "@rx attack" "id:1,phase:1,pass,nolog,t:none,setvar:tx.hit=%{matched_var_name}"
+SecRule ARGS|REQUEST_HEADERS "@rx attack" "id:2,phase:1,pass,nolog,t:none,setvar:tx.second=%{matched_var_name}"
+"#,
+    );
+    let run = |uri: &str, header: &[u8]| {
+        let tx = with_headers(&r, uri, &[("X-A", header)]);
+        (tx_var(&tx, "hit"), tx_var(&tx, "second"))
+    };
+    let hit = |s: &str| Some(s.to_string());
+    assert_eq!(run("/?q=an+attack", b"hay"), (hit("ARGS:q"), hit("ARGS:q")));
+    assert_eq!(run("/?attack=1", b"hay"), (hit("ARGS_NAMES:attack"), None));
+    assert_eq!(
+        run("/?q=1", b"attack"),
+        (hit("REQUEST_HEADERS:X-A"), hit("REQUEST_HEADERS:X-A"))
+    );
+    assert_eq!(run("/?q=1", b"hay"), (None, None));
+}
+
 #[test]
 fn gated_rule_still_honours_exclusions_and_later_members() {
     let r = rules(
