@@ -50,18 +50,29 @@ pub fn url_decode(input: &[u8], uni: bool, out: &mut Vec<u8>) {
 }
 
 fn decode_into(input: &[u8], uni: bool, buf: &mut [u8]) -> usize {
-    let (mut i, mut j) = (0, 0);
-    while let Some(&b) = input.get(i) {
-        let (byte, used) = match b {
-            b'+' => (b' ', 1),
-            b'%' => percent_escape(input.get(i + 1..).unwrap_or_default(), uni),
-            b => (b, 1),
+    let mut j = 0;
+    let mut rest = input;
+    loop {
+        // The run before the next `%` is copied with `+` made a space: a loop the compiler
+        // vectorizes (the byte-by-byte decoder took ~12 instructions a byte of a form body).
+        let run = memchr::memchr(b'%', rest).unwrap_or(rest.len());
+        let (head, tail) = rest.split_at(run);
+        let Some(out) = buf.get_mut(j..j + head.len()) else {
+            break;
         };
+        for (o, &b) in out.iter_mut().zip(head) {
+            *o = if b == b'+' { b' ' } else { b };
+        }
+        j += head.len();
+        let Some((_, after)) = tail.split_first() else {
+            break;
+        };
+        let (byte, used) = percent_escape(after, uni);
         if let Some(slot) = buf.get_mut(j) {
             *slot = byte;
         }
-        i += used;
         j += 1;
+        rest = tail.get(used..).unwrap_or_default();
     }
     j
 }
@@ -366,7 +377,7 @@ pub(crate) fn hex_decode(input: &[u8], out: &mut Vec<u8>) {
 
 #[cfg(test)]
 mod tests {
-    use super::base64_decode;
+    use super::{base64_decode, url_decode};
     use base64::engine::{general_purpose::GeneralPurpose, DecodePaddingMode};
     use base64::Engine;
 
@@ -413,6 +424,42 @@ mod tests {
                     let mut want = b"kept".to_vec();
                     want.extend(reference(&input, ext));
                     assert_eq!(out, want, "{input:?} ext {ext}");
+                }
+            }
+        }
+    }
+
+    /// The decoder byte by byte, as it was before runs were copied whole.
+    fn url_decode_reference(input: &[u8], uni: bool) -> Vec<u8> {
+        let mut out = Vec::new();
+        let mut i = 0;
+        while let Some(&b) = input.get(i) {
+            let (byte, used) = match b {
+                b'+' => (b' ', 1),
+                b'%' => super::percent_escape(input.get(i + 1..).unwrap_or_default(), uni),
+                b => (b, 1),
+            };
+            out.push(byte);
+            i += used;
+        }
+        out
+    }
+
+    #[test]
+    fn url_decode_agrees_with_byte_by_byte_decoding() {
+        let mut next = crate::test_rng::xorshift(0x9E37_79B9_7F4A_7C15);
+        let bytes = b"%%%++uU0aF4g9 x\xff";
+        for len in 0..40 {
+            for _ in 0..300 {
+                let input: Vec<u8> = (0..len)
+                    .map(|_| bytes[(next() % bytes.len() as u64) as usize])
+                    .collect();
+                for uni in [false, true] {
+                    let mut out = b"kept".to_vec();
+                    url_decode(&input, uni, &mut out);
+                    let mut want = b"kept".to_vec();
+                    want.extend(url_decode_reference(&input, uni));
+                    assert_eq!(out, want, "{input:?} uni {uni}");
                 }
             }
         }
