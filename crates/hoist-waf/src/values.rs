@@ -549,12 +549,25 @@ impl ValueCache {
                 Some(tag) => return Val::Buf(tag as usize - 1),
             }
         }
+        // On the original, the value's hit-keeping mask (one pass, kept in its region, most
+        // values need it anyway) answers for every transformation whose bit in it means
+        // "changes nothing": all but the case changers and cmdLine.
+        let noop = match (base, t) {
+            (Val::Original, Transform::Lowercase | Transform::Uppercase | Transform::CmdLine) => {
+                t.is_noop_for(original)
+            }
+            (Val::Original, _) => match self.keeping_mask(region, chains, original) {
+                Some(mask) => mask & t.bit() != 0,
+                None => t.is_noop_for(original),
+            },
+            (Val::Buf(i), _) => t.is_noop_for(self.bufs.get(i).map_or(&[][..], Vec::as_slice)),
+        };
         // Not `resolve`: that would borrow all of `self`, and `spare` is taken from below.
         let input = match base {
             Val::Original => original,
             Val::Buf(i) => self.bufs.get(i).map_or(&[][..], Vec::as_slice),
         };
-        let out = if t.is_noop_for(input) {
+        let out = if noop {
             base
         } else {
             let mut out = self.spare.pop().unwrap_or_default();

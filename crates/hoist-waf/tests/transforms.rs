@@ -292,6 +292,26 @@ fn hit_keeping_mask_matches_each_transformation() {
     }
 }
 
+/// The value cache reads "changes nothing" off the mask for every transformation but the case
+/// changers and cmdLine (`ValueCache::transform`): there the mask's bit is `is_noop_for`.
+#[test]
+fn hit_keeping_mask_is_the_noop_check_but_for_case_and_cmd_line() {
+    for input in small_inputs() {
+        let mask = Transform::hit_keeping_mask(&input);
+        for name in EVERY_TRANSFORM {
+            if matches!(*name, "lowercase" | "uppercase" | "cmdLine") {
+                continue;
+            }
+            let t = Transform::parse(name).unwrap().unwrap();
+            assert_eq!(
+                mask & t.bit() != 0,
+                t.is_noop_for(&input),
+                "{name} on {input:?}"
+            );
+        }
+    }
+}
+
 /// What "keeps the prefilter hits" promises: the output is the input but for ASCII case.
 #[test]
 fn kept_means_changed_in_case_only() {
