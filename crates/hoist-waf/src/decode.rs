@@ -109,21 +109,25 @@ pub(crate) fn url_encode(input: &[u8], out: &mut Vec<u8>) {
 
 pub(crate) fn html_entity_decode(input: &[u8], out: &mut Vec<u8>) {
     out.reserve(input.len());
-    let mut i = 0;
-    while i < input.len() {
-        if input[i] != b'&' {
-            out.push(input[i]);
-            i += 1;
-            continue;
-        }
-        if let Some((byte, used)) = decode_entity(&input[i + 1..]) {
-            out.push(byte);
-            i += 1 + used;
-        } else {
-            out.push(b'&');
-            i += 1;
+    // The runs between `&`s are copied whole: byte by byte this was ~18 instructions a byte,
+    // ~190k per 10 KB form POST.
+    let mut rest = input;
+    while let Some(at) = memchr::memchr(b'&', rest) {
+        let (head, tail) = rest.split_at(at);
+        out.extend_from_slice(head);
+        let after = tail.get(1..).unwrap_or_default();
+        match decode_entity(after) {
+            Some((byte, used)) => {
+                out.push(byte);
+                rest = after.get(used..).unwrap_or_default();
+            }
+            None => {
+                out.push(b'&');
+                rest = after;
+            }
         }
     }
+    out.extend_from_slice(rest);
 }
 
 /// Decodes one entity after `&`; the `;` is optional, as browsers accept it without.
@@ -462,6 +466,50 @@ mod tests {
                     assert_eq!(out, want, "{input:?} uni {uni}");
                 }
             }
+        }
+    }
+
+    /// The decoder byte by byte, as it was before runs were copied whole.
+    fn html_entity_decode_reference(input: &[u8]) -> Vec<u8> {
+        let mut out = Vec::new();
+        let mut i = 0;
+        while let Some(&b) = input.get(i) {
+            if b != b'&' {
+                out.push(b);
+                i += 1;
+                continue;
+            }
+            match super::decode_entity(input.get(i + 1..).unwrap_or_default()) {
+                Some((byte, used)) => {
+                    out.push(byte);
+                    i += 1 + used;
+                }
+                None => {
+                    out.push(b'&');
+                    i += 1;
+                }
+            }
+        }
+        out
+    }
+
+    #[test]
+    fn html_entity_decode_agrees_with_byte_by_byte_decoding() {
+        let mut next = crate::test_rng::xorshift(0x2545_F491_4F6C_DD1D);
+        let pieces: &[&[u8]] = &[
+            b"&", b"&&", b"#", b"x", b"3c", b"60", b";", b"lt", b"amp", b"quot", b"nbsp", b"a",
+            b" ", b"&#", b"&#x",
+        ];
+        for _ in 0..20_000 {
+            let mut input = Vec::new();
+            for _ in 0..(next() % 8) {
+                input.extend_from_slice(pieces[(next() % pieces.len() as u64) as usize]);
+            }
+            let mut out = b"kept".to_vec();
+            super::html_entity_decode(&input, &mut out);
+            let mut want = b"kept".to_vec();
+            want.extend(html_entity_decode_reference(&input));
+            assert_eq!(out, want, "{:?}", String::from_utf8_lossy(&input));
         }
     }
 }
