@@ -214,7 +214,6 @@ impl Transaction {
         if !gate_checked && !self.gate_open(rule) {
             return false;
         }
-        // Most rules have none: the collecting was most of a small request's SmallVec work.
         // A gated rule may be open on one target only: the others' unions (over their values
         // before exclusions) may lack its bit, and then none of their values can match (an
         // open ARGS gate left all of ARGS_NAMES to be visited). Bit i: target i is closed.
@@ -226,6 +225,7 @@ impl Transaction {
                 }
             }
         }
+        // Most rules have none: the collecting was most of a small request's SmallVec work.
         let mut exclusions: SmallVec<[&Exclusion; 8]> = SmallVec::new();
         if !rule.targets.exclusions.is_empty() || !self.removed_targets.is_empty() {
             exclusions.extend(rule.targets.exclusions.iter());

@@ -199,11 +199,11 @@ impl LiteralScan {
                 }
             }
         }
-        // One window per position. Keys that reach into the padding are looked up too (no
-        // branch here); the checks behind the filters reject what would not fit.
-        // One four-byte load per position, the pair and third byte taken from it: built
-        // from four byte loads, the compiler's code for this loop changed with unrelated
-        // edits elsewhere in the crate (+8k instructions on a 1 KB body).
+        // One window per position, read with one four-byte load that the pair and third byte
+        // are taken from (assembled from four byte loads, the compiler's code for this loop
+        // changed with unrelated edits elsewhere in the crate: +8k instructions on a 1 KB
+        // body). Keys that reach into the padding are looked up too (no branch here); the
+        // checks behind the filters reject what would not fit.
         for (i, w) in lower.windows(4).enumerate() {
             let Ok(bytes) = <[u8; 4]>::try_from(w) else {
                 break;
