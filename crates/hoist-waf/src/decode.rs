@@ -54,7 +54,7 @@ fn decode_into(input: &[u8], uni: bool, buf: &mut [u8]) -> usize {
     let mut rest = input;
     loop {
         // The run before the next `%` is copied with `+` made a space: a loop the compiler
-        // vectorizes (the byte-by-byte decoder took ~12 instructions a byte of a form body).
+        // vectorizes (byte by byte, url_decode was ~398k instructions per 10 KB form POST).
         let run = memchr::memchr(b'%', rest).unwrap_or(rest.len());
         let (head, tail) = rest.split_at(run);
         let Some(out) = buf.get_mut(j..j + head.len()) else {
@@ -109,8 +109,8 @@ pub(crate) fn url_encode(input: &[u8], out: &mut Vec<u8>) {
 
 pub(crate) fn html_entity_decode(input: &[u8], out: &mut Vec<u8>) {
     out.reserve(input.len());
-    // The runs between `&`s are copied whole: byte by byte this was ~18 instructions a byte,
-    // ~190k per 10 KB form POST.
+    // The runs between `&`s are copied whole: byte by byte this was ~187k instructions per
+    // 10 KB form POST.
     let mut rest = input;
     while let Some(at) = memchr::memchr(b'&', rest) {
         let (head, tail) = rest.split_at(at);
