@@ -3,9 +3,9 @@
 //! A CRS rule file is mostly gated rules one after another (942's PL1 part is dozens on the
 //! same arguments), and a benign request opens few gates: the phase loop read each head and
 //! checked its gate set, ~165 checks for the proxy's small GET. A run of two or more gated
-//! entries (no marker or ungated rule between them) keeps, per gate its rules use, the
-//! prefilter slots of those rules; when no gate's union holds any of its slots, every rule of
-//! the run is closed and the loop jumps past it. Otherwise the run is walked rule by rule as
+//! entries (no marker or ungated rule between them) keeps, per gate its rules use (grouped by
+//! target, see `Run`), the prefilter slots of those rules; when no gate's union holds any of
+//! its slots, every rule of the run is closed and the loop jumps past it. Otherwise the run is walked rule by rule as
 //! before. Passing over a closed rule does nothing else: a gated rule reads no TX, so the
 //! constant plan decides none of them, and a removal (`ctl:ruleRemove*`) only stops rules
 //! from running.
@@ -86,7 +86,10 @@ impl GateRuns {
 
     /// The run that starts at entry `index` of `phase` (1-5).
     pub(crate) fn at(&self, phase: u8, index: usize) -> Option<&Run> {
-        let id = *self.starts.get(usize::from(phase) - 1)?.get(index)?;
+        let id = *self
+            .starts
+            .get(usize::from(phase).checked_sub(1)?)?
+            .get(index)?;
         self.runs.get((id as usize).checked_sub(1)?)
     }
 }
