@@ -214,6 +214,11 @@ impl Transaction {
         if !gate_checked && !self.gate_open(rule) {
             return false;
         }
+        if let Some(group) = rule.rx_group {
+            if !self.group_may_match(rule, group) {
+                return false;
+            }
+        }
         // A gated rule may be open on one target only: the others' unions (over their values
         // before exclusions) may lack its bit, and then none of their values can match (a
         // rule opened by one target walked every member of the others, ~190 form arguments

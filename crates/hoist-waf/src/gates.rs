@@ -148,7 +148,7 @@ impl GateTable {
 }
 
 /// Variables whose values stay put during a phase.
-fn stable(var: VarName) -> bool {
+pub(crate) fn stable(var: VarName) -> bool {
     use VarName::*;
     !matches!(
         var,
@@ -167,6 +167,10 @@ pub(crate) struct GateCache {
     /// Per target id, once computed.
     targets: Vec<Option<TargetSummary>>,
     bits: Vec<u64>,
+    /// Per regex group (bit = group number, see `rx_groups`): whether its answer over all
+    /// its targets' values is known, and whether that answer is "may match".
+    groups_known: u32,
+    groups_open: u32,
 }
 
 /// What the values of one target have in common, so that a union under a chain that
@@ -190,6 +194,23 @@ impl GateCache {
         self.set_at.clear();
         self.targets.clear();
         self.bits.clear();
+        self.groups_known = 0;
+        self.groups_open = 0;
+    }
+
+    /// What `Transaction::group_may_match` found for `group` since the values last changed.
+    pub fn group_answer(&self, group: u8) -> Option<bool> {
+        let bit = 1u32.checked_shl(u32::from(group))?;
+        (self.groups_known & bit != 0).then_some(self.groups_open & bit != 0)
+    }
+
+    pub fn set_group_answer(&mut self, group: u8, may_match: bool) {
+        if let Some(bit) = 1u32.checked_shl(u32::from(group)) {
+            self.groups_known |= bit;
+            if may_match {
+                self.groups_open |= bit;
+            }
+        }
     }
 }
 

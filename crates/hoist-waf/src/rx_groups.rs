@@ -13,10 +13,19 @@
 //! the value cache, so a group has one chain, and rules that read the same values are the ones
 //! that ask about the same values. Membership changes only the cost: the alternation matches
 //! whenever one of its members would, so a member's "no" is exact and any "yes" is rechecked.
+//!
+//! Per transaction, a group whose targets hold only stable values is also answered whole
+//! (`Transaction::group_may_match`): once every value of its targets has said "no", each
+//! further member is passed over without walking those values again (three of the four Unix
+//! rules each walked the ~400 argument names and values of the benchmark's form POST just to
+//! read the cached "no"). Exclusions and `ctl:ruleRemoveTarget*` only take values away, so
+//! the answer over the targets as written holds for every member.
 
 use crate::chains::ChainId;
+use crate::collections::Items;
 use crate::operators::{Operator, Pattern};
 use crate::rules::{Entry, Rule};
+use crate::transaction::Transaction;
 use std::collections::HashMap;
 
 /// Answers fit the value cache's memo word: two bits per group.
@@ -26,6 +35,9 @@ pub(crate) const MAX_GROUPS: usize = 16;
 #[derive(Debug, Default)]
 pub(crate) struct RxGroups {
     unions: Vec<regex::bytes::Regex>,
+    /// Per group, whether its targets' values stay put during a phase (no TX, MATCHED_*
+    /// or count), so that `Transaction::group_may_match` may answer for all of them.
+    closable: Vec<bool>,
 }
 
 impl RxGroups {
@@ -38,6 +50,7 @@ impl RxGroups {
         // and per rule link in walk order the index of its key, if it is a candidate.
         let mut keys: HashMap<(ChainId, String), usize> = HashMap::new();
         let mut members: Vec<Vec<String>> = Vec::new();
+        let mut stable: Vec<bool> = Vec::new();
         let mut link_keys: Vec<Option<usize>> = Vec::new();
         for_each_link(phases, &mut |rule| {
             let key = candidate(rule, weak_slots).map(|pattern| {
@@ -46,6 +59,12 @@ impl RxGroups {
                 let at = *keys.entry(key).or_insert(next);
                 if at == next {
                     members.push(Vec::new());
+                    stable.push(
+                        rule.targets
+                            .targets
+                            .iter()
+                            .all(|t| !t.count && crate::gates::stable(t.var)),
+                    );
                 }
                 if let Some(patterns) = members.get_mut(at) {
                     if !patterns.iter().any(|p| p == pattern) {
@@ -59,7 +78,8 @@ impl RxGroups {
         // Per key, its group number when its patterns form one.
         let mut numbers: Vec<Option<u8>> = vec![None; members.len()];
         let mut unions = Vec::new();
-        for (patterns, number) in members.iter().zip(&mut numbers) {
+        let mut closable = Vec::new();
+        for ((patterns, number), &stable) in members.iter().zip(&mut numbers).zip(&stable) {
             if patterns.len() < 2 {
                 continue;
             }
@@ -72,6 +92,7 @@ impl RxGroups {
             if let Ok(n) = u8::try_from(unions.len()) {
                 *number = Some(n);
                 unions.push(union);
+                closable.push(stable);
             }
         }
         let mut links = link_keys.into_iter();
@@ -79,7 +100,7 @@ impl RxGroups {
             let key = links.next().flatten();
             rule.rx_group = key.and_then(|k| numbers.get(k).copied().flatten());
         });
-        RxGroups { unions }
+        RxGroups { unions, closable }
     }
 
     /// Whether any regex of group `group` matches `value`.
@@ -91,6 +112,61 @@ impl RxGroups {
 
     pub fn len(&self) -> usize {
         self.unions.len()
+    }
+}
+
+impl Transaction {
+    /// False when group `group` (of which `rule` is a member) has answered "no" for every
+    /// value of the group's targets since those values last changed: then `rule` cannot
+    /// match. Answers are those the value cache keeps per value, computed here for the
+    /// values no member has asked about yet; the walk stops at the first "yes".
+    pub(crate) fn group_may_match(&mut self, rule: &Rule, group: u8) -> bool {
+        let rules = std::sync::Arc::clone(&self.rules);
+        if !rules
+            .rx_groups
+            .closable
+            .get(usize::from(group))
+            .copied()
+            .unwrap_or(false)
+        {
+            return true;
+        }
+        if let Some(known) = self.gate_cache.group_answer(group) {
+            return known;
+        }
+        let mut cache = self.values.take().unwrap_or_default();
+        let chains = rules.chains.len();
+        let mut may_match = false;
+        // Whether `item` may match; the answer is cached per value. A value without a cache
+        // slot keeps no answer: it counts as "may match", left to the members.
+        let mut ask = |item: &crate::collections::Item<'_>| {
+            let Some(slot) = item.slot else {
+                return true;
+            };
+            cache.group_answer(slot, chains, group).unwrap_or_else(|| {
+                let (v, _) = cache.get(slot, &item.value, rule.chain, &rules.chains, None);
+                let answer = rules.rx_groups.may_match(group, v);
+                cache.set_group_answer(slot, chains, group, answer);
+                answer
+            })
+        };
+        for target in &rule.targets.targets {
+            if may_match {
+                break;
+            }
+            if Transaction::visitable(target) {
+                self.visit(target, &[], &mut |item| {
+                    may_match = may_match || ask(&item);
+                });
+            } else {
+                let mut items = Items::new();
+                self.collect(target, &[], &mut items);
+                may_match = items.iter().any(&mut ask);
+            }
+        }
+        self.values = Some(cache);
+        self.gate_cache.set_group_answer(group, may_match);
+        may_match
     }
 }
 

@@ -686,3 +686,37 @@ SecRule RESPONSE_BODY "@rx [[:lower:]]{9}" "id:3,phase:4,pass,nolog,t:none,setva
     assert_eq!(tx_var(&tx, "digits").as_deref(), Some("1"));
     assert_eq!(tx_var(&tx, "word"), None);
 }
+
+#[test]
+fn regex_group_no_over_all_values_is_asked_again_when_arguments_arrive() {
+    // Phase 1 sees the query's arguments only: every value says no, so the group is closed
+    // for the rest of the phase. The body's arguments (phase 2) must open it again.
+    let r = rules(
+        r#"
+SecRequestBodyAccess On
+SecRule ARGS "@rx [[:digit:][:punct:]]{3}" "id:1,phase:1,pass,nolog,t:none,setvar:tx.early=1"
+SecRule ARGS "@rx [[:upper:]]{4}" "id:2,phase:1,pass,nolog,t:none,setvar:tx.upper=1"
+SecRule ARGS "@rx [[:digit:][:punct:]]{3}" "id:3,phase:2,pass,nolog,t:none,setvar:'tx.digits=%{MATCHED_VAR_NAME}'"
+"#,
+    );
+    assert_eq!(r.regex_groups(), (1, 3));
+    let tx = post(&r, "/?q=plain", b"order=12345");
+    assert_eq!(tx_var(&tx, "early"), None);
+    assert_eq!(tx_var(&tx, "upper"), None);
+    assert_eq!(tx_var(&tx, "digits").as_deref(), Some("ARGS:order"));
+}
+
+#[test]
+fn regex_group_answer_over_all_values_ignores_a_members_exclusions() {
+    // Rule 1 does not read `a`, so its "no" says nothing about `a` for rule 2.
+    let r = rules(
+        r#"
+SecRule ARGS|!ARGS:a "@rx [[:digit:][:punct:]]{3}" "id:1,phase:1,pass,nolog,t:none,setvar:tx.first=1"
+SecRule ARGS "@rx [[:upper:]]{4}" "id:2,phase:1,pass,nolog,t:none,setvar:'tx.upper=%{MATCHED_VAR_NAME}'"
+"#,
+    );
+    assert_eq!(r.regex_groups(), (1, 2));
+    let tx = get(&r, "/?a=WORD&b=plain");
+    assert_eq!(tx_var(&tx, "first"), None);
+    assert_eq!(tx_var(&tx, "upper").as_deref(), Some("ARGS:a"));
+}
