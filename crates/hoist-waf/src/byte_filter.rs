@@ -34,6 +34,11 @@ impl ByteFilter {
         (bits.count_ones() <= MAX_BYTES).then_some(ByteFilter { bits })
     }
 
+    /// The filter's bytes.
+    pub(crate) fn bytes(&self) -> crate::reach::ByteSet {
+        crate::reach::ByteSet::from_ascii_bits(self.bits)
+    }
+
     /// False when `value` holds none of the bytes: the regex cannot match it.
     pub(crate) fn may_match(&self, value: &[u8]) -> bool {
         value

@@ -389,9 +389,30 @@ impl Transaction {
                         .map(|(keeping, _)| keeping),
                     _ => None,
                 };
-                let mut steps = SmallVec::new();
-                cache.steps(slot, &item.value, rule.chain, &rules.chains, &mut steps);
                 let path = rules.chains.path(rule.chain);
+                // The steps after the last one that may write anything are computed only
+                // if its value can come to hold one of the filter's bytes (see `reach`).
+                let reachable = |v: &[u8]| {
+                    let (Some(at), Some(f)) = (rule.reach_check, rule.byte_filter) else {
+                        return true;
+                    };
+                    let rest = path.iter().skip(at + 1);
+                    let rest = rest.filter_map(|&n| rules.chains.node(n).transform);
+                    crate::reach::may_reach(v, rest, &f.bytes())
+                };
+                let check = match (rule.reach_check, rule.negated) {
+                    (Some(at), false) => Some((at, &reachable as &dyn Fn(&[u8]) -> bool)),
+                    _ => None,
+                };
+                let mut steps = SmallVec::new();
+                cache.steps(
+                    slot,
+                    &item.value,
+                    rule.chain,
+                    &rules.chains,
+                    &mut steps,
+                    check,
+                );
                 for (&node, &step) in path.iter().zip(&steps) {
                     if !h && seen != Some(step) {
                         let v = cache.step_value(step, &item.value);
@@ -406,6 +427,17 @@ impl Transaction {
                     seen = Some(step);
                 }
                 hit = h;
+                if hit && steps.len() < path.len() {
+                    // MATCHED_VAR is the last step's value: compute the steps left out.
+                    cache.steps(
+                        slot,
+                        &item.value,
+                        rule.chain,
+                        &rules.chains,
+                        &mut steps,
+                        None,
+                    );
+                }
                 let last = steps.last().copied().flatten();
                 value = Cow::Borrowed(cache.step_value(last, &item.value));
             }

@@ -38,6 +38,7 @@ pub mod operators;
 mod pair_list;
 pub mod parser;
 mod prefilter;
+mod reach;
 #[cfg(feature = "rule-profile")]
 pub mod rule_profile;
 pub mod rules;

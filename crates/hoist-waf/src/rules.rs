@@ -46,6 +46,10 @@ pub struct Rule {
     /// Punctuation one of which every match of a multiMatch rule's regex holds, checked
     /// before searching a step of its chain (see `byte_filter`).
     pub(crate) byte_filter: Option<crate::byte_filter::ByteFilter>,
+    /// With a byte filter: the index in the chain's path of the step after which the steps
+    /// left are computed only if that step's value can reach the filter's bytes through
+    /// them (see `reach`); `None` when no step is followed by others.
+    pub(crate) reach_check: Option<usize>,
     /// The regex group this rule's regex is searched in first (see `rx_groups`).
     pub(crate) rx_group: Option<u8>,
     /// Per target, the value class of every value it yields (`ValueClasses::class_of_var`),
@@ -188,6 +192,9 @@ impl RuleSet {
                     }
                     _ => None,
                 };
+                rule.reach_check = rule
+                    .byte_filter
+                    .and_then(|_| crate::reach::check_point(&self.chains, rule.chain));
                 let literals = match &rule.operator {
                     Operator::Rx(Pattern::Bytes(re)) => {
                         Some(required_sets(re.as_str())).filter(|sets| !sets.is_empty())
@@ -569,6 +576,7 @@ impl Builder {
             gate_set: None,
             target_gates: Vec::new(),
             byte_filter: None,
+            reach_check: None,
             rx_group: None,
             folded_contains: None,
             target_classes: Vec::new(),

@@ -68,6 +68,10 @@ const MASK_KNOWN: u32 = 1 << 31;
 const _MASK_FITS: () = assert!(Transform::COUNT < 32);
 const _GROUPS_FIT: () = assert!(2 * crate::rx_groups::MAX_GROUPS <= 32);
 
+/// For `ValueCache::steps`: the index of a node in the chain's path, and whether the nodes
+/// after it are wanted given that node's value.
+pub(crate) type StepCheck<'a> = (usize, &'a dyn Fn(&[u8]) -> bool);
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Val {
     /// The value as collected (no transformation changed it).
@@ -267,7 +271,9 @@ impl ValueCache {
     /// step), into `out` as buffer numbers (`None`: the original; see `step_value`): what a
     /// multiMatch rule tests, for one region lookup instead of one `get` per step. Steps
     /// that changed nothing share their input's number, so consecutive equal numbers are
-    /// one value.
+    /// one value. With `check = Some((i, more))`, the path is computed up to its node `i`
+    /// first, and the nodes after it only if `more(value at i)` says so (else `out` ends at
+    /// node `i`).
     pub fn steps(
         &mut self,
         slot: Slot,
@@ -275,6 +281,7 @@ impl ValueCache {
         chain: ChainId,
         chains: &Chains,
         out: &mut smallvec::SmallVec<[Option<usize>; 16]>,
+        check: Option<StepCheck<'_>>,
     ) {
         out.clear();
         let path = chains.path(chain);
@@ -283,22 +290,40 @@ impl ValueCache {
             out.extend(path.iter().map(|_| None));
             return;
         };
-        if self.find(region, chain).is_none() {
+        let mut last = path.len();
+        match check {
+            Some((at, more)) if self.find(region, chain).is_none() => {
+                let node = path.get(at).copied().unwrap_or(EMPTY_CHAIN);
+                if node != EMPTY_CHAIN && self.find(region, node).is_none() {
+                    // The nodes up to the check, from their longest cached prefix.
+                    self.compute(region, original, node, chains);
+                }
+                if !more(self.resolve(self.node_value(region, node), original)) {
+                    last = at + 1;
+                }
+            }
+            _ => {}
+        }
+        if last == path.len() && self.find(region, chain).is_none() {
             // Computes and caches every node of the path below its longest cached prefix.
             self.compute(region, original, chain, chains);
         }
-        for &node in path {
-            let value = match node {
-                EMPTY_CHAIN => Val::Original,
-                _ => self
-                    .find(region, node)
-                    .and_then(|i| self.entries.get(i))
-                    .map_or(Val::Original, |e| e.value),
-            };
-            out.push(match value {
+        for &node in path.iter().take(last) {
+            out.push(match self.node_value(region, node) {
                 Val::Original => None,
                 Val::Buf(i) => Some(i),
             });
+        }
+    }
+
+    /// The cached value of chain node `node` in the region starting at `region`.
+    fn node_value(&self, region: usize, node: ChainId) -> Val {
+        match node {
+            EMPTY_CHAIN => Val::Original,
+            _ => self
+                .find(region, node)
+                .and_then(|i| self.entries.get(i))
+                .map_or(Val::Original, |e| e.value),
         }
     }
 

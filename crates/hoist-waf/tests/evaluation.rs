@@ -142,6 +142,20 @@ fn multimatch_punctuation_filter_reads_each_step_not_the_original() {
 }
 
 #[test]
+fn multimatch_steps_after_a_decode_are_searched_when_they_can_reach_the_filter() {
+    // base64 of `%28x` decodes to a value without `(` whose `%28` urlDecodeUni turns into
+    // one; base64 of `x+y` decodes to one that nothing after it can give a `(`.
+    let r = rules(
+        r#"SecRule ARGS "@rx \(" "id:1,phase:1,pass,nolog,multiMatch,t:none,t:base64Decode,t:urlDecodeUni,t:removeWhitespace,setvar:tx.hit=%{matched_var}""#,
+    );
+    assert_eq!(tx_var(&get(&r, "/?q=JTI4eA"), "hit").as_deref(), Some("(x"));
+    assert_eq!(tx_var(&get(&r, "/?q=eCt5"), "hit"), None);
+    // `eCt5(` matches as sent; its decoded `x+y` cannot match, but MATCHED_VAR is still the
+    // last step's value (`x y` without its space), not that of the step the search stopped at.
+    assert_eq!(tx_var(&get(&r, "/?q=eCt5("), "hit").as_deref(), Some("xy"));
+}
+
+#[test]
 fn multimatch_steps_use_the_hits_a_gate_already_scanned() {
     // Rule 1's gate scans each argument after removeWhitespace; rule 2 (multiMatch, same
     // chain) reads that scan for its removeWhitespace step: `ev al(` has no `eval(` until its

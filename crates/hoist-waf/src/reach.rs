@@ -1,0 +1,275 @@
+//! Which bytes the later steps of a transformation chain can put into a value.
+//!
+//! A multiMatch rule tests every step of its chain, so each step used to be computed for
+//! every value. CRS 934100 decodes each argument with base64Decode and then runs
+//! urlDecodeUni, jsDecode and removeWhitespace on the result; its regex needs one of
+//! `_ ( . : [` (see `byte_filter`). When the decoded value has none of those and none of
+//! the bytes that let a later step create new ones (`%` for urlDecodeUni, `\` for
+//! jsDecode), no later step can match, and none is computed. The check is made once per
+//! value, after the chain's last step that may write anything (`check_point`): before it,
+//! nothing can be ruled out.
+//!
+//! Each transformation is described by what it may add to its input's bytes
+//! ([`Transform::adds`]): nothing, some fixed bytes (cmdLine's space and lower-case
+//! letters), or anything at all once the input holds a trigger byte (urlDecode's `%`).
+//! Descriptions may claim more than a transformation does, never less: a wrong "cannot"
+//! would lose a match.
+
+use crate::chains::{ChainId, Chains};
+use crate::transforms::Transform;
+
+/// A set of byte values.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct ByteSet {
+    bits: [u64; 4],
+}
+
+impl ByteSet {
+    /// The bytes `value` holds.
+    pub fn of(value: &[u8]) -> ByteSet {
+        let mut bits = [0u64; 4];
+        for &b in value {
+            if let Some(w) = bits.get_mut(usize::from(b >> 6)) {
+                *w |= 1 << (b & 63);
+            }
+        }
+        ByteSet { bits }
+    }
+
+    const fn from_bytes(bytes: &[u8]) -> ByteSet {
+        let mut bits = [0u64; 4];
+        let mut i = 0;
+        while i < bytes.len() {
+            let b = bytes[i];
+            bits[(b >> 6) as usize] |= 1 << (b & 63);
+            i += 1;
+        }
+        ByteSet { bits }
+    }
+
+    /// The bytes from `first` to `last`.
+    const fn range(first: u8, last: u8) -> ByteSet {
+        let mut bits = [0u64; 4];
+        let mut b = first as usize;
+        while b <= last as usize {
+            bits[b >> 6] |= 1 << (b & 63);
+            b += 1;
+        }
+        ByteSet { bits }
+    }
+
+    const fn union(self, other: ByteSet) -> ByteSet {
+        ByteSet {
+            bits: [
+                self.bits[0] | other.bits[0],
+                self.bits[1] | other.bits[1],
+                self.bits[2] | other.bits[2],
+                self.bits[3] | other.bits[3],
+            ],
+        }
+    }
+
+    pub fn meets(&self, other: &ByteSet) -> bool {
+        self.bits.iter().zip(&other.bits).any(|(a, b)| a & b != 0)
+    }
+
+    /// The ASCII bytes of a 128-bit set (bit `b`: byte `b`).
+    pub fn from_ascii_bits(bits: u128) -> ByteSet {
+        ByteSet {
+            bits: [bits as u64, (bits >> 64) as u64, 0, 0],
+        }
+    }
+}
+
+/// What a transformation may add to the bytes of its input.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Adds {
+    /// `extra` at most, while the input holds none of `trigger`; with one of them, anything.
+    Bytes {
+        trigger: ByteSet,
+        extra: ByteSet,
+    },
+    Anything,
+}
+
+const NOTHING: ByteSet = ByteSet { bits: [0; 4] };
+const SPACE: ByteSet = ByteSet::from_bytes(b" ");
+const LOWER: ByteSet = ByteSet::range(b'a', b'z');
+const UPPER: ByteSet = ByteSet::range(b'A', b'Z');
+const HIGH: ByteSet = ByteSet::range(0x80, 0xff);
+
+const fn only(extra: ByteSet) -> Adds {
+    Adds::Bytes {
+        trigger: NOTHING,
+        extra,
+    }
+}
+
+const fn after(trigger: &[u8], extra: ByteSet) -> Adds {
+    Adds::Bytes {
+        trigger: ByteSet::from_bytes(trigger),
+        extra,
+    }
+}
+
+impl Transform {
+    /// What this transformation may add to its input's bytes (as `transforms` implements
+    /// each; see the module comment).
+    pub(crate) fn adds(self) -> Adds {
+        use Transform::*;
+        match self {
+            // Only remove bytes, or keep them.
+            RemoveNulls | RemoveWhitespace | RemoveComments | RemoveCommentsChar | Trim
+            | TrimLeft | TrimRight => only(NOTHING),
+            // Put a space where something else was (other whitespace, NUL, a comment).
+            ReplaceNulls | CompressWhitespace | ReplaceComments => only(SPACE),
+            Lowercase => only(LOWER),
+            Uppercase => only(UPPER),
+            // Lowercases, and turns `,` and `;` (and runs of whitespace) into a space.
+            CmdLine => only(LOWER.union(SPACE)),
+            // normalisePathWin turns `\` into `/`; neither adds anything else.
+            NormalisePath | NormalisePathWin => only(ByteSet::from_bytes(b"/")),
+            // `+` becomes a space; `%` escapes are any byte.
+            UrlDecode | UrlDecodeUni => after(b"%", SPACE),
+            // Escapes start with a backslash (JS, CSS, C) or an ampersand (HTML).
+            JsDecode | CssDecode | EscapeSeqDecode => after(b"\\", NOTHING),
+            HtmlEntityDecode => after(b"&", NOTHING),
+            // Only bytes from 0x80 up are rewritten (as `%uXXXX`).
+            Utf8ToUnicode => Adds::Bytes {
+                trigger: HIGH,
+                extra: NOTHING,
+            },
+            Base64Decode | Base64DecodeExt | Base64Encode | UrlEncode | HexEncode | HexDecode
+            | Length | Sha1 => Adds::Anything,
+        }
+    }
+}
+
+/// Where in `chain`'s path (`Chains::path`) a value is best checked: after the last step
+/// that may write anything (the original when none does), as no check before it can rule
+/// anything out. `None` when that is the last step.
+pub(crate) fn check_point(chains: &Chains, chain: ChainId) -> Option<usize> {
+    let path = chains.path(chain);
+    let at = path
+        .iter()
+        .rposition(|&n| {
+            chains
+                .node(n)
+                .transform
+                .is_some_and(|t| t.adds() == Adds::Anything)
+        })
+        .unwrap_or(0);
+    (at + 1 < path.len()).then_some(at)
+}
+
+/// Whether `value` can come to hold one of `wanted` after the transformations `rest`,
+/// applied in order.
+pub(crate) fn may_reach(
+    value: &[u8],
+    rest: impl Iterator<Item = Transform>,
+    wanted: &ByteSet,
+) -> bool {
+    let mut present = ByteSet::of(value);
+    for t in rest {
+        if present.meets(wanted) {
+            return true;
+        }
+        match t.adds() {
+            Adds::Anything => return true,
+            Adds::Bytes { trigger, .. } if present.meets(&trigger) => return true,
+            Adds::Bytes { extra, .. } => present = present.union(extra),
+        }
+    }
+    present.meets(wanted)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::test_rng::xorshift;
+
+    const ALL_TRANSFORMS: [Transform; Transform::COUNT] = {
+        use Transform::*;
+        [
+            Lowercase,
+            Uppercase,
+            UrlDecode,
+            UrlDecodeUni,
+            UrlEncode,
+            HtmlEntityDecode,
+            JsDecode,
+            CssDecode,
+            Utf8ToUnicode,
+            RemoveNulls,
+            ReplaceNulls,
+            RemoveWhitespace,
+            CompressWhitespace,
+            ReplaceComments,
+            RemoveComments,
+            RemoveCommentsChar,
+            CmdLine,
+            NormalisePath,
+            NormalisePathWin,
+            EscapeSeqDecode,
+            Base64Decode,
+            Base64DecodeExt,
+            Base64Encode,
+            HexEncode,
+            HexDecode,
+            Length,
+            Sha1,
+            Trim,
+            TrimLeft,
+            TrimRight,
+        ]
+    };
+
+    /// Every transformation's output holds only its input's bytes and what `adds` allows,
+    /// on generated values rich in escapes, comments, whitespace and high bytes.
+    #[test]
+    fn adds_covers_every_byte_a_transformation_writes() {
+        let alphabet: &[u8] = b"aZ09 \t\n\x0b\r\x00%+uU&#;x\\/*-.,;:_([<'\"`^\xc3\xa9\xff";
+        let mut next = xorshift(0x5eed);
+        let mut below = |n: usize| (next() % n as u64) as usize;
+        for t in ALL_TRANSFORMS {
+            let Adds::Bytes { trigger, extra } = t.adds() else {
+                continue;
+            };
+            for _ in 0..3000 {
+                let len = below(24);
+                let input: Vec<u8> = (0..len)
+                    .map(|_| alphabet.get(below(alphabet.len())).copied().unwrap_or(b'a'))
+                    .collect();
+                let present = ByteSet::of(&input);
+                if present.meets(&trigger) {
+                    continue;
+                }
+                let output = t.apply(&input);
+                for b in output {
+                    assert!(
+                        present.meets(&ByteSet::from_bytes(&[b]))
+                            || extra.meets(&ByteSet::from_bytes(&[b])),
+                        "{t:?} wrote {b:#04x} from {input:?}"
+                    );
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn a_later_decoder_is_reached_only_through_its_trigger() {
+        use Transform::*;
+        let paren = ByteSet::from_bytes(b"(");
+        let chain = [UrlDecodeUni, JsDecode, RemoveWhitespace];
+        assert!(!may_reach(b"plain words", chain.into_iter(), &paren));
+        assert!(may_reach(b"a%28b", chain.into_iter(), &paren));
+        assert!(may_reach(b"a\\x28b", chain.into_iter(), &paren));
+        assert!(may_reach(b"f(x)", chain.into_iter(), &paren));
+        assert!(may_reach(b"plain", [Base64Decode].into_iter(), &paren));
+        // cmdLine adds spaces and lower-case letters only.
+        assert!(!may_reach(b"A,B", [CmdLine].into_iter(), &paren));
+        assert!(may_reach(b"A,B", [CmdLine].into_iter(), &SPACE));
+        // Nothing left to apply: the value's own bytes.
+        assert!(!may_reach(b"a%28b", std::iter::empty(), &paren));
+    }
+}
