@@ -392,16 +392,9 @@ impl Transaction {
                 let path = rules.chains.path(rule.chain);
                 // The steps after the last one that may write anything are computed only
                 // if its value can come to hold one of the filter's bytes (see `reach`).
-                let reachable = |v: &[u8]| {
-                    let (Some(at), Some(f)) = (rule.reach_check, rule.byte_filter) else {
-                        return true;
-                    };
-                    let rest = path.iter().skip(at + 1);
-                    let rest = rest.filter_map(|&n| rules.chains.node(n).transform);
-                    crate::reach::may_reach(v, rest, &f.bytes())
-                };
+                let reachable = |v: &[u8]| rule.reach_check.is_none_or(|(_, d)| d.found_in(v));
                 let check = match (rule.reach_check, rule.negated) {
-                    (Some(at), false) => Some((at, &reachable as &dyn Fn(&[u8]) -> bool)),
+                    (Some((at, _)), false) => Some((at, &reachable as &dyn Fn(&[u8]) -> bool)),
                     _ => None,
                 };
                 let mut steps = SmallVec::new();

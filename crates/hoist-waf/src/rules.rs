@@ -47,9 +47,9 @@ pub struct Rule {
     /// before searching a step of its chain (see `byte_filter`).
     pub(crate) byte_filter: Option<crate::byte_filter::ByteFilter>,
     /// With a byte filter: the index in the chain's path of the step after which the steps
-    /// left are computed only if that step's value can reach the filter's bytes through
-    /// them (see `reach`); `None` when no step is followed by others.
-    pub(crate) reach_check: Option<usize>,
+    /// left are computed only if that step's value holds one of the bytes given with it
+    /// (see `reach::check_point`).
+    pub(crate) reach_check: Option<(usize, crate::reach::ByteSet)>,
     /// The regex group this rule's regex is searched in first (see `rx_groups`).
     pub(crate) rx_group: Option<u8>,
     /// Per target, the value class of every value it yields (`ValueClasses::class_of_var`),
@@ -194,7 +194,7 @@ impl RuleSet {
                 };
                 rule.reach_check = rule
                     .byte_filter
-                    .and_then(|_| crate::reach::check_point(&self.chains, rule.chain));
+                    .and_then(|f| crate::reach::check_point(&self.chains, rule.chain, &f.bytes()));
                 let literals = match &rule.operator {
                     Operator::Rx(Pattern::Bytes(re)) => {
                         Some(required_sets(re.as_str())).filter(|sets| !sets.is_empty())
