@@ -360,7 +360,10 @@ impl Transaction {
                     &item.value,
                     rule.chain,
                     &rules.chains,
-                    prefilter.map(|(_, p)| p),
+                    prefilter.map(|(_, class)| crate::values::Scans {
+                        class,
+                        made_by: &rules.made_by_prefilters,
+                    }),
                 );
                 // None of the regex's required literals occurs: it cannot match.
                 let impossible = match (prefilter, bits) {

@@ -433,7 +433,7 @@ impl Transaction {
             if cache.keeps_hits(slot, &item.value, chain_mask, chains) {
                 continue;
             }
-            let p = rules.value_prefilter(slot, &item.key);
+            let p = rules.value_scans(slot, &item.key);
             let (_, value_hits) = cache.get(slot, &item.value, def.chain, &rules.chains, p);
             match (value_hits, bits.get_mut(start..)) {
                 (Some(h), Some(union)) => union.iter_mut().zip(h).for_each(|(u, b)| *u |= b),

@@ -117,6 +117,12 @@ pub struct RuleSet {
     pub(crate) prefilter: Option<Prefilter>,
     /// Narrower scans for values only some prefiltered rules read (see `value_class`).
     pub(crate) value_classes: ValueClasses,
+    /// Per transformation (`Transform as usize`), a scan over the literals of the rules
+    /// whose chain has it, for the buffers it makes (see `values::Scans`); `None` where that
+    /// would look for more than a quarter of the full prefilter's literals. The form POST's
+    /// ~200 removeWhitespace copies were scanned for all ~6,400 literals, for the few rules
+    /// with that step.
+    pub(crate) made_by_prefilters: Vec<Option<Prefilter>>,
     /// The (target, chain) pairs rules are gated on, indexed by gate id.
     pub(crate) gates: Vec<crate::gates::GateDef>,
     /// Per gate id, what its union's computation reads first (see `GateKey`).
@@ -178,6 +184,8 @@ impl RuleSet {
         let mut slot_targets: Vec<Vec<crate::variables::Target>> = Vec::new();
         let mut gates = crate::gates::GateTable::default();
         let mut weak_slots = Vec::new();
+        // Per slot, the transformations of its rule's chain (`Chains::mask`).
+        let mut slot_masks: Vec<u64> = Vec::new();
         for entry in self.phases.iter_mut().flatten() {
             let Entry::Rule(head) = entry else { continue };
             let mut link: Option<&mut Rule> = Some(head);
@@ -210,6 +218,7 @@ impl RuleSet {
                     rule.prefilter_slot = u32::try_from(literal_sets.len()).ok();
                     weak_slots.push(crate::literals::met_by_words(&lits));
                     literal_sets.push(lits);
+                    slot_masks.push(self.chains.mask(rule.chain));
                     slot_targets.push(rule.targets.targets.clone());
                     if !rule.negated && !rule.actions.multi_match {
                         if let Some((set, per_target)) = gates.assign(&rule.targets, rule.chain) {
@@ -226,6 +235,13 @@ impl RuleSet {
             let targets: Vec<&[crate::variables::Target]> =
                 slot_targets.iter().map(Vec::as_slice).collect();
             self.value_classes = ValueClasses::build(&targets, &literal_sets, full);
+            self.made_by_prefilters = (0..Transform::COUNT)
+                .map(|t| {
+                    let has = |slot: usize| slot_masks.get(slot).is_some_and(|m| m >> t & 1 != 0);
+                    Prefilter::build_for(&literal_sets, has)
+                        .filter(|p| p.literal_count() * 4 <= full.literal_count())
+                })
+                .collect();
             for entry in self.phases.iter_mut().flatten() {
                 let Entry::Rule(head) = entry else { continue };
                 let mut link: Option<&mut Rule> = Some(head);
@@ -327,6 +343,15 @@ impl RuleSet {
         Some(self.value_classes.prefilter(full, slot, key))
     }
 
+    /// The scans of the value in `slot` and of the buffers transformations make of it.
+    #[inline]
+    pub(crate) fn value_scans(&self, slot: Slot, key: &str) -> Option<crate::values::Scans<'_>> {
+        Some(crate::values::Scans {
+            class: self.value_prefilter(slot, key)?,
+            made_by: &self.made_by_prefilters,
+        })
+    }
+
     pub(crate) fn constant_plan(self: &Arc<Self>) -> &ConstantPlan {
         self.constant_plan.get_or_init(|| ConstantPlan::build(self))
     }
@@ -385,6 +410,7 @@ impl Builder {
             chains: Chains::default(),
             prefilter: None,
             value_classes: ValueClasses::default(),
+            made_by_prefilters: Vec::new(),
             gates: Vec::new(),
             gate_keys: Vec::new(),
             transformed_targets: Vec::new(),

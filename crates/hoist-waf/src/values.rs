@@ -68,6 +68,28 @@ const MASK_KNOWN: u32 = 1 << 31;
 const _MASK_FITS: () = assert!(Transform::COUNT < 32);
 const _GROUPS_FIT: () = assert!(2 * crate::rx_groups::MAX_GROUPS <= 32);
 
+/// The prefilters a value's scans use: its class's (see `value_class`), and per
+/// transformation a narrower one for the buffers that transformation makes, when the rule
+/// set has one (see `RuleSet::made_by_prefilters`).
+#[derive(Clone, Copy)]
+pub(crate) struct Scans<'a> {
+    pub class: &'a Prefilter,
+    pub made_by: &'a [Option<Prefilter>],
+}
+
+impl<'a> Scans<'a> {
+    pub fn of(class: &'a Prefilter) -> Scans<'a> {
+        Scans {
+            class,
+            made_by: &[],
+        }
+    }
+
+    pub fn words(&self) -> usize {
+        self.class.words()
+    }
+}
+
 /// For `ValueCache::steps`: the index of a node in the chain's path, and whether the nodes
 /// after it are wanted given that node's value.
 pub(crate) type StepCheck<'a> = (usize, &'a dyn Fn(&[u8]) -> bool);
@@ -105,6 +127,8 @@ pub(crate) struct ValueCache {
     spare: Vec<Vec<u8>>,
     /// Per buffer, the start of its prefilter hit bits in `bits`, once scanned.
     buf_bits: Vec<Option<usize>>,
+    /// Per buffer, the transformation that made it (`Transform as u8`).
+    made_by: Vec<u8>,
     bits: Vec<u64>,
     path: Vec<ChainId>,
 }
@@ -123,6 +147,7 @@ impl ValueCache {
             }
         }
         self.buf_bits.clear();
+        self.made_by.clear();
         self.bits.clear();
         self.path.clear();
     }
@@ -239,7 +264,7 @@ impl ValueCache {
         original: &'v [u8],
         chain: ChainId,
         chains: &Chains,
-        prefilter: Option<&Prefilter>,
+        prefilter: Option<Scans<'_>>,
     ) -> (&'v [u8], Option<&'v [u64]>) {
         let Some(region) = self.region(slot, chains.len()) else {
             return (original, None);
@@ -255,7 +280,7 @@ impl ValueCache {
             (None, _) => None,
             (Some(p), Some(start)) => Some((start, p.words())),
             (Some(p), None) => {
-                let start = self.bits_of(region, entry.value, original, p);
+                let start = self.bits_of_in(region, entry.value, original, p);
                 if let Some(e) = self.entries.get_mut(at) {
                     e.bits = Some(start);
                 }
@@ -444,6 +469,22 @@ impl ValueCache {
     /// Where the prefilter hits of `value` start in `bits`, scanning it on first use: one
     /// scan per distinct buffer, however many chains lead to it.
     fn bits_of(&mut self, region: usize, value: Val, original: &[u8], p: &Prefilter) -> usize {
+        self.bits_of_in(region, value, original, Scans::of(p))
+    }
+
+    /// `bits_of` with a buffer scanned by the narrower prefilter of the transformation that
+    /// made it, when `scans` has one: only rules whose chain has that transformation read a
+    /// buffer it made (a buffer another chain reaches was made by the same step). The other
+    /// rules' bits are set ("may match"), so even a reader left out could only be opened,
+    /// never closed wrongly. The original's hits always come from its class's prefilter.
+    fn bits_of_in(
+        &mut self,
+        region: usize,
+        value: Val,
+        original: &[u8],
+        scans: Scans<'_>,
+    ) -> usize {
+        let p = scans.class;
         let original_entry = match value {
             Val::Original => Some(match self.find(region, EMPTY_CHAIN) {
                 Some(at) => at,
@@ -482,6 +523,15 @@ impl ValueCache {
                 return start;
             }
         }
+        let p = match value {
+            Val::Buf(i) => self
+                .made_by
+                .get(i)
+                .and_then(|&t| scans.made_by.get(usize::from(t)))
+                .and_then(Option::as_ref)
+                .unwrap_or(p),
+            Val::Original => p,
+        };
         let start = self.bits.len();
         self.bits.resize(start + p.words(), 0);
         let input = match value {
@@ -599,6 +649,7 @@ impl ValueCache {
             t.apply_into(input, &mut out);
             self.bufs.push(out);
             self.buf_bits.push(None);
+            self.made_by.push(t as u8);
             Val::Buf(self.bufs.len() - 1)
         };
         if base == Val::Original {
