@@ -121,19 +121,16 @@ impl Transaction {
     /// match. Answers are those the value cache keeps per value, computed here for the
     /// values no member has asked about yet; the walk stops at the first "yes".
     pub(crate) fn group_may_match(&mut self, rule: &Rule, group: u8) -> bool {
-        let rules = std::sync::Arc::clone(&self.rules);
-        if !rules
-            .rx_groups
-            .closable
-            .get(usize::from(group))
-            .copied()
-            .unwrap_or(false)
-        {
+        let closable = self.rules.rx_groups.closable.get(usize::from(group));
+        if !closable.copied().unwrap_or(false) {
             return true;
         }
         if let Some(known) = self.gate_cache.group_answer(group) {
             return known;
         }
+        // Held apart from `self` only while the values are walked (once per group and
+        // phase), not on the members' every call.
+        let rules = std::sync::Arc::clone(&self.rules);
         let mut cache = self.values.take().unwrap_or_default();
         let chains = rules.chains.len();
         let mut may_match = false;
