@@ -307,6 +307,11 @@ impl Transaction {
             per_item,
             chain_mask,
         } = state;
+        // The operator needs a byte the value lacks and its chain cannot bring (the
+        // validation rules over every argument): no match, nothing transformed.
+        if rule.needs.is_some_and(|d| !d.found_in(&item.value)) {
+            return;
+        }
         let rules = &self.rules;
         // The scan of the value's class (see `value_class`), when the target's values have
         // no one class: the same slots, fewer literals.

@@ -9,6 +9,12 @@
 //! value, after the chain's last step that may write anything (`check_point`): before it,
 //! nothing can be ruled out.
 //!
+//! The same reasoning passes over values for the validation operators, which flag only a
+//! value holding certain bytes (`operator_needs`): CRS 920270 (`@validateByteRange 1-255`
+//! after urlDecodeUni) can only match an argument with a NUL or a `%`, 920250
+//! (`@validateUtf8Encoding`) one with a non-ASCII byte (`value_needs`, checked on the value
+//! as collected before anything is transformed).
+//!
 //! Each transformation is described by what it may add to its input's bytes
 //! ([`Transform::adds`]): nothing, some fixed bytes (cmdLine's space and lower-case
 //! letters), or anything at all once the input holds a trigger byte (urlDecode's `%`).
@@ -16,6 +22,7 @@
 //! would lose a match.
 
 use crate::chains::{ChainId, Chains};
+use crate::operators::Operator;
 use crate::transforms::Transform;
 
 /// A set of byte values.
@@ -176,6 +183,41 @@ pub(crate) fn check_point(
     reach_set(path.iter().skip(at + 1).filter_map(transform), wanted).map(|d| (at, d))
 }
 
+/// The bytes one of which a value must hold for a non-negated `operator` to match it (the
+/// validation operators flag a byte outside their range, a `%` escape, a non-ASCII
+/// sequence); `None` for the operators that can match any value.
+pub(crate) fn operator_needs(operator: &Operator) -> Option<ByteSet> {
+    match operator {
+        Operator::ValidateByteRange(allowed) => {
+            let mut bits = [0u64; 4];
+            for (b, _) in allowed.iter().enumerate().filter(|(_, ok)| !**ok) {
+                if let Some(w) = bits.get_mut(b >> 6) {
+                    *w |= 1 << (b & 63);
+                }
+            }
+            Some(ByteSet { bits })
+        }
+        // A malformed escape starts at a `%`; without one the value is valid.
+        Operator::ValidateUrlEncoding => Some(ByteSet::from_bytes(b"%")),
+        // ASCII alone is valid UTF-8.
+        Operator::ValidateUtf8Encoding => Some(HIGH),
+        _ => None,
+    }
+}
+
+/// For a rule whose operator needs one of `wanted` (`operator_needs`): the bytes `D` such
+/// that a value as collected, holding none of `D`, cannot come to hold one of `wanted`
+/// through `chain`, at any step; so the rule cannot match it, and neither the chain nor the
+/// operator is run. `None` when the chain may write anything or its fixed extras meet
+/// `wanted`.
+pub(crate) fn value_needs(chains: &Chains, chain: ChainId, wanted: &ByteSet) -> Option<ByteSet> {
+    let path = chains.path(chain);
+    reach_set(
+        path.iter().filter_map(|n| chains.node(*n).transform),
+        wanted,
+    )
+}
+
 /// For a chain `rest` with no step that may write anything: the bytes `D` such that a value
 /// can come to hold one of `wanted` through `rest` exactly when it holds one of `D` (or
 /// always: `None`). A value's bytes only grow along the chain, by each step's fixed
@@ -290,6 +332,44 @@ mod tests {
                     );
                 }
             }
+        }
+    }
+
+    /// A value with none of the bytes `operator_needs` gives is not flagged by the operator.
+    #[test]
+    fn validation_operators_flag_only_values_with_a_needed_byte() {
+        struct NoMacros;
+        impl crate::operators::Expand for NoMacros {
+            fn expand<'a>(&'a self, m: &'a crate::macros::Macro) -> std::borrow::Cow<'a, str> {
+                std::borrow::Cow::Owned(format!("{m:?}"))
+            }
+        }
+        let alphabet: &[u8] = b"aZ09 \t\x00\x01\x7f%fF+\xc3\xa9\x80\xbf\xe2\xff";
+        let mut next = xorshift(0xdecade);
+        let mut below = |n: usize| (next() % n as u64) as usize;
+        let dir = std::path::Path::new(".");
+        for spec in [
+            "@validateByteRange 1-255",
+            "@validateByteRange 32-126,9,10",
+            "@validateByteRange 0-255",
+            "@validateUrlEncoding",
+            "@validateUtf8Encoding",
+        ] {
+            let (operator, _) = Operator::parse(spec, dir).unwrap_or_else(|e| panic!("{e}"));
+            let Some(needs) = operator_needs(&operator) else {
+                panic!("{spec}: no needed bytes");
+            };
+            let mut flagged = 0;
+            for _ in 0..5000 {
+                let value: Vec<u8> = (0..below(8))
+                    .map(|_| alphabet.get(below(alphabet.len())).copied().unwrap_or(b'a'))
+                    .collect();
+                let hit = operator.evaluate(&value, &NoMacros, None);
+                flagged += usize::from(hit);
+                assert!(needs.found_in(&value) || !hit, "{spec} flags {value:?}");
+            }
+            // The generated values exercise the operator (0-255 flags nothing).
+            assert!(flagged > 0 || spec.ends_with("0-255"), "{spec}");
         }
     }
 

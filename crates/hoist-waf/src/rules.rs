@@ -50,6 +50,9 @@ pub struct Rule {
     /// left are computed only if that step's value holds one of the bytes given with it
     /// (see `reach::check_point`).
     pub(crate) reach_check: Option<(usize, crate::reach::ByteSet)>,
+    /// A value as collected that holds none of these bytes cannot match: the operator
+    /// needs a byte no step of the chain can bring (see `reach::value_needs`).
+    pub(crate) needs: Option<crate::reach::ByteSet>,
     /// The regex group this rule's regex is searched in first (see `rx_groups`).
     pub(crate) rx_group: Option<u8>,
     /// Per target, the value class of every value it yields (`ValueClasses::class_of_var`),
@@ -203,6 +206,9 @@ impl RuleSet {
                 rule.reach_check = rule
                     .byte_filter
                     .and_then(|f| crate::reach::check_point(&self.chains, rule.chain, &f.bytes()));
+                rule.needs = crate::reach::operator_needs(&rule.operator)
+                    .filter(|_| !rule.negated)
+                    .and_then(|w| crate::reach::value_needs(&self.chains, rule.chain, &w));
                 let literals = match &rule.operator {
                     Operator::Rx(Pattern::Bytes(re)) => {
                         Some(required_sets(re.as_str())).filter(|sets| !sets.is_empty())
@@ -603,6 +609,7 @@ impl Builder {
             target_gates: Vec::new(),
             byte_filter: None,
             reach_check: None,
+            needs: None,
             rx_group: None,
             folded_contains: None,
             target_classes: Vec::new(),

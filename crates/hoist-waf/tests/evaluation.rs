@@ -156,6 +156,31 @@ fn multimatch_steps_after_a_decode_are_searched_when_they_can_reach_the_filter()
 }
 
 #[test]
+fn validation_rules_see_the_bytes_their_chain_brings() {
+    // Values that lack every byte a validation operator flags are passed over (see
+    // `reach::value_needs`); what the chain can make counts. `%00` as collected (sent as
+    // `%2500`) has no NUL, but urlDecodeUni makes one: CRS 920270's shape.
+    let r = rules(
+        r#"SecRule ARGS "@validateByteRange 1-255" "id:1,phase:1,pass,nolog,t:none,t:urlDecodeUni,setvar:tx.range=%{matched_var_name}"
+SecRule ARGS "@validateByteRange 1-255" "id:2,phase:1,pass,nolog,t:none,setvar:tx.raw=%{matched_var_name}"
+SecRule ARGS "@validateUtf8Encoding" "id:3,phase:1,pass,nolog,t:none,setvar:tx.utf8=%{matched_var_name}"
+SecRule ARGS "@validateUrlEncoding" "id:4,phase:1,pass,nolog,t:none,setvar:tx.url=%{matched_var_name}"
+SecRule ARGS "!@validateByteRange 48-57" "id:5,phase:1,pass,nolog,t:none,setvar:tx.digits=%{matched_var_name}""#,
+    );
+    let tx = get(&r, "/?a=%2500&b=x%C3&c=%25zz&d=123");
+    assert_eq!(tx_var(&tx, "range").as_deref(), Some("ARGS:a"));
+    assert_eq!(tx_var(&tx, "raw"), None);
+    assert_eq!(tx_var(&tx, "utf8").as_deref(), Some("ARGS:b"));
+    assert_eq!(tx_var(&tx, "url").as_deref(), Some("ARGS:c"));
+    // Negated: matches the value with no byte outside the range.
+    assert_eq!(tx_var(&tx, "digits").as_deref(), Some("ARGS:d"));
+    let tx = get(&r, "/?a=plain+text&b=123");
+    for var in ["range", "raw", "utf8", "url"] {
+        assert_eq!(tx_var(&tx, var), None, "{var}");
+    }
+}
+
+#[test]
 fn multimatch_steps_use_the_hits_a_gate_already_scanned() {
     // Rule 1's gate scans each argument after removeWhitespace; rule 2 (multiMatch, same
     // chain) reads that scan for its removeWhitespace step: `ev al(` has no `eval(` until its
