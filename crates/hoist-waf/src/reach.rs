@@ -12,8 +12,9 @@
 //! The same reasoning passes over values for the validation operators, which flag only a
 //! value holding certain bytes (`operator_needs`): CRS 920270 (`@validateByteRange 1-255`
 //! after urlDecodeUni) can only match an argument with a NUL or a `%`, 920250
-//! (`@validateUtf8Encoding`) one with a non-ASCII byte (`value_needs`, checked on the value
-//! as collected before anything is transformed).
+//! (`@validateUtf8Encoding`) one with a non-ASCII byte, and `@detectXSS` needs a `<` or a
+//! `=` (`value_needs`, checked on the value as collected before anything is transformed;
+//! 941100's decoders add their triggers).
 //!
 //! Each transformation is described by what it may add to its input's bytes
 //! ([`Transform::adds`]): nothing, some fixed bytes (cmdLine's space and lower-case
@@ -201,6 +202,12 @@ pub(crate) fn operator_needs(operator: &Operator) -> Option<ByteSet> {
         Operator::ValidateUrlEncoding => Some(ByteSet::from_bytes(b"%")),
         // ASCII alone is valid UTF-8.
         Operator::ValidateUtf8Encoding => Some(HIGH),
+        // libinjection (libinjectionrs 0.1's html5.rs and detector.rs) flags a tag, a
+        // comment, a doctype, or an attribute's value after a listed attribute name. The
+        // first three are reached only through a `<` (the text state's one way out); a
+        // value after a name only through a `=` (the quoted contexts' first value follows
+        // no name).
+        Operator::DetectXss => Some(ByteSet::from_bytes(b"<=")),
         _ => None,
     }
 }
@@ -335,6 +342,35 @@ mod tests {
         }
     }
 
+    /// What detectXSS values are made of in `validation_operators_flag_only_...`: markup that
+    /// libinjection flags once assembled, and what separates it.
+    const XSS_PIECES: [&[u8]; 24] = [
+        b"<",
+        b"=",
+        b">",
+        b"/",
+        b" ",
+        b"'",
+        b"\"",
+        b"`",
+        b"!",
+        b"?",
+        b"-",
+        b"x",
+        b"script",
+        b"svg",
+        b"onerror",
+        b"onload",
+        b"style",
+        b"href",
+        b"javascript:",
+        b"xmlns",
+        b"!--",
+        b"[if",
+        b"import",
+        b"DOCTYPE",
+    ];
+
     /// A value with none of the bytes `operator_needs` gives is not flagged by the operator.
     #[test]
     fn validation_operators_flag_only_values_with_a_needed_byte() {
@@ -354,16 +390,30 @@ mod tests {
             "@validateByteRange 0-255",
             "@validateUrlEncoding",
             "@validateUtf8Encoding",
+            "@detectXSS",
         ] {
             let (operator, _) = Operator::parse(spec, dir).unwrap_or_else(|e| panic!("{e}"));
             let Some(needs) = operator_needs(&operator) else {
                 panic!("{spec}: no needed bytes");
             };
             let mut flagged = 0;
-            for _ in 0..5000 {
-                let value: Vec<u8> = (0..below(8))
-                    .map(|_| alphabet.get(below(alphabet.len())).copied().unwrap_or(b'a'))
-                    .collect();
+            for i in 0..20_000 {
+                // Bytes, or (for detectXSS) pieces of markup, every other value without `<`.
+                let value: Vec<u8> = if spec == "@detectXSS" {
+                    let mut v = Vec::new();
+                    for _ in 0..below(6) {
+                        let piece = XSS_PIECES.get(below(XSS_PIECES.len())).copied();
+                        v.extend_from_slice(piece.unwrap_or(b"x"));
+                    }
+                    if i % 2 == 0 {
+                        v.retain(|&b| b != b'<');
+                    }
+                    v
+                } else {
+                    (0..below(8))
+                        .map(|_| alphabet.get(below(alphabet.len())).copied().unwrap_or(b'a'))
+                        .collect()
+                };
                 let hit = operator.evaluate(&value, &NoMacros, None);
                 flagged += usize::from(hit);
                 assert!(needs.found_in(&value) || !hit, "{spec} flags {value:?}");

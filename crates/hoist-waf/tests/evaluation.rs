@@ -181,6 +181,23 @@ SecRule ARGS "!@validateByteRange 48-57" "id:5,phase:1,pass,nolog,t:none,setvar:
 }
 
 #[test]
+fn detect_xss_sees_markup_its_chain_decodes() {
+    // detectXSS needs a `<` or a `=`; urlDecodeUni and htmlEntityDecode can make either.
+    let r = rules(
+        r#"SecRule ARGS "@detectXSS" "id:1,phase:1,pass,nolog,t:none,t:urlDecodeUni,t:htmlEntityDecode,setvar:tx.xss=%{matched_var_name}""#,
+    );
+    for (query, hit) in [
+        ("a=%253Cscript%253E", Some("ARGS:a")),
+        ("a=%26lt%3Bscript%26gt%3B", Some("ARGS:a")),
+        ("a=x+onerror%3Dalert(1)", Some("ARGS:a")),
+        ("a=plain+words&b=x+onerror+alert(1)", None),
+    ] {
+        let tx = get(&r, &format!("/?{query}"));
+        assert_eq!(tx_var(&tx, "xss").as_deref(), hit, "{query}");
+    }
+}
+
+#[test]
 fn multimatch_steps_use_the_hits_a_gate_already_scanned() {
     // Rule 1's gate scans each argument after removeWhitespace; rule 2 (multiMatch, same
     // chain) reads that scan for its removeWhitespace step: `ev al(` has no `eval(` until its
