@@ -223,7 +223,7 @@ impl Transaction {
         // before exclusions) may lack its bit, and then none of their values can match (a
         // rule opened by one target walked every member of the others, ~190 form arguments
         // each in the benchmark's POST). Bit i: target i is closed.
-        let mut closed_targets = 0u64;
+        let mut closed_targets = self.targets_without_needed_bytes(rule);
         if let (Some(slot), Some(_)) = (rule.prefilter_slot, rule.gate_set) {
             for (i, &g) in rule.target_gates.iter().enumerate().take(64) {
                 if self.gate_known_without(g, slot) {

@@ -114,13 +114,7 @@ impl GateTable {
             if target.count || !stable(target.var) {
                 return None;
             }
-            let selector = match &target.selector {
-                Selector::All => String::new(),
-                Selector::Key(k) => format!("k:{}", k.to_ascii_lowercase()),
-                Selector::Regex(r, _) => format!("r:{}", r.as_str()),
-                Selector::Prefix(p) => format!("p:{p}"),
-            };
-            let target_key = format!("{:?}|{selector}", target.var);
+            let target_key = target_key(target);
             let next_target = u32::try_from(self.targets.len()).ok()?;
             let target_id = *self
                 .targets
@@ -147,6 +141,17 @@ impl GateTable {
     }
 }
 
+/// A target's identity without exclusions: the variable and its selector (keys ignore case).
+pub(crate) fn target_key(target: &Target) -> String {
+    let selector = match &target.selector {
+        Selector::All => String::new(),
+        Selector::Key(k) => format!("k:{}", k.to_ascii_lowercase()),
+        Selector::Regex(r, _) => format!("r:{}", r.as_str()),
+        Selector::Prefix(p) => format!("p:{p}"),
+    };
+    format!("{:?}|{selector}", target.var)
+}
+
 /// Variables whose values stay put during a phase.
 pub(crate) fn stable(var: VarName) -> bool {
     use VarName::*;
@@ -171,6 +176,8 @@ pub(crate) struct GateCache {
     /// its targets' values is known, and whether that answer is "may match".
     groups_known: u32,
     groups_open: u32,
+    /// Per byte target id (see `byte_summary`), the bytes its values hold, once computed.
+    pub(crate) byte_sets: Vec<Option<crate::reach::ByteSet>>,
 }
 
 /// What the values of one target have in common, so that a union under a chain that
@@ -196,6 +203,7 @@ impl GateCache {
         self.bits.clear();
         self.groups_known = 0;
         self.groups_open = 0;
+        self.byte_sets.clear();
     }
 
     /// What `Transaction::group_may_match` found for `group` since the values last changed.

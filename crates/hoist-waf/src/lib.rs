@@ -17,6 +17,7 @@
 pub mod actions;
 mod body;
 mod byte_filter;
+mod byte_summary;
 pub mod chains;
 mod collections;
 mod constant;

@@ -45,6 +45,24 @@ impl ByteSet {
         ByteSet { bits }
     }
 
+    /// The bytes `present` marks (0 or 1 per byte value), eight at a time: the multiply
+    /// gathers eight 0/1 bytes into the top byte (no carries: each product term lands on
+    /// its own bit).
+    pub fn of_present(present: &[u8; 256]) -> ByteSet {
+        let mut bits = [0u64; 4];
+        for (i, chunk) in present.chunks_exact(8).enumerate() {
+            let Ok(eight) = <[u8; 8]>::try_from(chunk) else {
+                continue;
+            };
+            let x = u64::from_le_bytes(eight) & 0x0101_0101_0101_0101;
+            let byte = x.wrapping_mul(0x0102_0408_1020_4080) >> 56;
+            if let Some(w) = bits.get_mut(i / 8) {
+                *w |= byte << ((i % 8) * 8);
+            }
+        }
+        ByteSet { bits }
+    }
+
     const fn from_bytes(bytes: &[u8]) -> ByteSet {
         let mut bits = [0u64; 4];
         let mut i = 0;
@@ -370,6 +388,25 @@ mod tests {
         b"import",
         b"DOCTYPE",
     ];
+
+    #[test]
+    fn a_present_table_gives_the_bytes_it_marks() {
+        let mut next = xorshift(0xb17e5);
+        for n in [0usize, 1, 3, 40, 256] {
+            let value: Vec<u8> = (0..n).map(|i| (next() as u8) ^ (i as u8)).collect();
+            let mut present = [0u8; 256];
+            for &b in &value {
+                present[usize::from(b)] = 1;
+            }
+            assert_eq!(
+                ByteSet::of_present(&present),
+                ByteSet::of(&value),
+                "{value:?}"
+            );
+        }
+        let all: Vec<u8> = (0..=255).collect();
+        assert_eq!(ByteSet::of_present(&[1; 256]), ByteSet::of(&all));
+    }
 
     /// A value with none of the bytes `operator_needs` gives is not flagged by the operator.
     #[test]

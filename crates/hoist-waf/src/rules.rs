@@ -53,6 +53,9 @@ pub struct Rule {
     /// A value as collected that holds none of these bytes cannot match: the operator
     /// needs a byte no step of the chain can bring (see `reach::value_needs`).
     pub(crate) needs: Option<crate::reach::ByteSet>,
+    /// With `needs`: per target, its id among the targets whose bytes a transaction
+    /// summarizes (see `byte_summary`), `None` where it has none.
+    pub(crate) byte_targets: Vec<Option<u32>>,
     /// The regex group this rule's regex is searched in first (see `rx_groups`).
     pub(crate) rx_group: Option<u8>,
     /// Per target, the value class of every value it yields (`ValueClasses::class_of_var`),
@@ -126,6 +129,8 @@ pub struct RuleSet {
     /// ~200 removeWhitespace copies were scanned for all 6,498 literals (CRS at PL1 with
     /// base.conf), for the rules with that step, which have 632.
     pub(crate) made_by_prefilters: Vec<Option<Prefilter>>,
+    /// The targets of rules with needed bytes, by byte target id (see `byte_summary`).
+    pub(crate) byte_targets: Vec<crate::variables::Target>,
     /// The (target, chain) pairs rules are gated on, indexed by gate id.
     pub(crate) gates: Vec<crate::gates::GateDef>,
     /// Per gate id, what its union's computation reads first (see `GateKey`).
@@ -186,6 +191,7 @@ impl RuleSet {
         // Per slot, the rule's targets: which values its bit is read for.
         let mut slot_targets: Vec<Vec<crate::variables::Target>> = Vec::new();
         let mut gates = crate::gates::GateTable::default();
+        let mut byte_targets = crate::byte_summary::ByteTargets::default();
         let mut weak_slots = Vec::new();
         // Per slot, the transformations of its rule's chain (`Chains::mask`).
         let mut slot_masks: Vec<u64> = Vec::new();
@@ -209,6 +215,9 @@ impl RuleSet {
                 rule.needs = crate::reach::operator_needs(&rule.operator)
                     .filter(|_| !rule.negated)
                     .and_then(|w| crate::reach::value_needs(&self.chains, rule.chain, &w));
+                if rule.needs.is_some() {
+                    rule.byte_targets = byte_targets.assign(&rule.targets);
+                }
                 let literals = match &rule.operator {
                     Operator::Rx(Pattern::Bytes(re)) => {
                         Some(required_sets(re.as_str())).filter(|sets| !sets.is_empty())
@@ -276,6 +285,7 @@ impl RuleSet {
             }
         }
         (self.gates, self.gate_sets) = gates.into_parts();
+        self.byte_targets = byte_targets.into_targets();
         self.shared_gate_sets = shared_sets(&self.phases, self.gate_sets.len());
         self.gate_keys = crate::gates::GateKey::of(&self.gates, &self.chains);
         self.transformed_targets = crate::gates::GateKey::transformed_targets(&self.gate_keys);
@@ -417,6 +427,7 @@ impl Builder {
             prefilter: None,
             value_classes: ValueClasses::default(),
             made_by_prefilters: Vec::new(),
+            byte_targets: Vec::new(),
             gates: Vec::new(),
             gate_keys: Vec::new(),
             transformed_targets: Vec::new(),
@@ -610,6 +621,7 @@ impl Builder {
             byte_filter: None,
             reach_check: None,
             needs: None,
+            byte_targets: Vec::new(),
             rx_group: None,
             folded_contains: None,
             target_classes: Vec::new(),

@@ -273,6 +273,25 @@ fn post(rules: &Arc<RuleSet>, uri: &str, body: &[u8]) -> Transaction {
 }
 
 #[test]
+fn bytes_summarized_in_phase_1_are_summarized_again_when_body_arguments_arrive() {
+    // Rule 1 makes phase 1 summarize the bytes of ARGS (the query's: ASCII); in phase 2 the
+    // body's arguments have joined them, and rule 2 must see the body's invalid UTF-8.
+    // Rule 3 excludes that argument: the summary holds its bytes, its values do not match.
+    let r = rules(
+        r#"SecRequestBodyAccess On
+SecRule ARGS "@validateUtf8Encoding" "id:1,phase:1,pass,nolog,t:none,setvar:tx.early=%{matched_var_name}"
+SecRule ARGS "@validateUtf8Encoding" "id:2,phase:2,pass,nolog,t:none,setvar:tx.late=%{matched_var_name}"
+SecRule ARGS|!ARGS:b "@validateUtf8Encoding" "id:3,phase:2,pass,nolog,t:none,setvar:tx.excluded=%{matched_var_name}""#,
+    );
+    let tx = post(&r, "/?q=plain", b"a=ok&b=%C3");
+    assert_eq!(tx_var(&tx, "early"), None);
+    assert_eq!(tx_var(&tx, "late").as_deref(), Some("ARGS:b"));
+    assert_eq!(tx_var(&tx, "excluded"), None);
+    let tx = post(&r, "/?q=plain", b"a=%C3&b=ok");
+    assert_eq!(tx_var(&tx, "excluded").as_deref(), Some("ARGS:a"));
+}
+
+#[test]
 fn gate_computed_in_phase_1_sees_the_body_arguments_of_phase_2() {
     // Rule 1 makes phase 1 compute the ARGS union (query only); rule 2 uses the same
     // target and chain in phase 2, when the body's arguments have joined ARGS. Rule 3
