@@ -4,11 +4,12 @@
 //! rules require. An Aho-Corasick automaton answers it with one dependent load per byte:
 //! each state's address comes from the previous one, so when the 2 MB automaton is not in
 //! the cache (in the proxy, TLS and the socket calls between two requests push it out) every
-//! byte waits for memory. Here each position is looked up on its own: its first four bytes
-//! (lowercased) hash to a bit in a 16 KB bitmap and its first two to a bit in an 8 KB one,
-//! and only a set bit leads to a hash table of the literals that start with those bytes.
+//! byte waits for memory. Here each position is looked up on its own: its first two bytes
+//! (lowercased) index two bits of a 16 KB table (a literal of two or three bytes starts with
+//! them; a longer one does), and only then are its first four hashed to a bit in a 16 KB
+//! bitmap; a set bit leads to a hash table of the literals that start with those bytes.
 //! The loads of different positions do not depend on each other, so the CPU overlaps their
-//! misses, and the two bitmaps are small enough to stay cached between requests. A literal
+//! misses, and the two tables are small enough to stay cached between requests. A literal
 //! of four or more bytes is found by its first four; one of two or three by its first two;
 //! single bytes by a 256-bit table.
 
@@ -16,8 +17,12 @@
 const QUAD_FILTER_LOG2: u32 = 17;
 /// u64 words of the four-byte filter.
 const QUAD_WORDS: usize = 1 << (QUAD_FILTER_LOG2 - 6);
-/// u64 words of the two-byte filter: a bit per two-byte value.
-const PAIR_WORDS: usize = 1 << (16 - 6);
+/// u64 words of the two-byte table: two bits per two-byte value.
+const LEAD_WORDS: usize = 1 << (16 - 5);
+/// In the two-byte table: a literal of two or three bytes starts with the pair.
+const SHORT: u64 = 1;
+/// In the two-byte table: a literal of four or more bytes starts with the pair.
+const LONG: u64 = 2;
 
 /// A literal that occurs is reported at every position it starts at (as Aho-Corasick's
 /// overlapping search would); ids are indexes into the slice `new` was given.
@@ -34,8 +39,10 @@ pub(crate) struct LiteralScan {
     quad_filter: Box<[u64; QUAD_WORDS]>,
     /// Literals of two or three bytes, by their first two.
     pairs: Table,
-    /// Bit `first two bytes as u16` set for each key of `pairs`.
-    pair_filter: Box<[u64; PAIR_WORDS]>,
+    /// Per two-byte value (as u16), two bits: `SHORT` when it is a key of `pairs`, `LONG`
+    /// when a key of `quads` starts with it. Most positions of a value start no literal
+    /// of either kind, and one load says so before the four-byte filter is hashed into.
+    leads: Box<[u64; LEAD_WORDS]>,
     /// One-byte literals: (byte, id), sorted; `single_filter` has a bit per byte.
     singles: Vec<(u8, u32)>,
     single_filter: [u64; 4],
@@ -118,7 +125,12 @@ impl LiteralScan {
         let mut quads = std::collections::BTreeMap::<u32, Vec<u32>>::new();
         let mut pairs = std::collections::BTreeMap::<u32, Vec<u32>>::new();
         let mut quad_filter = Box::new([0u64; QUAD_WORDS]);
-        let mut pair_filter = Box::new([0u64; PAIR_WORDS]);
+        let mut leads = Box::new([0u64; LEAD_WORDS]);
+        let mut lead = |pair: u32, kind: u64| {
+            if let Some(w) = leads.get_mut(pair as usize / 32) {
+                *w |= kind << (2 * (pair % 32));
+            }
+        };
         let mut singles = Vec::new();
         let mut single_filter = [0u64; 4];
         let mut empty = Vec::new();
@@ -133,10 +145,11 @@ impl LiteralScan {
                 [a, b] | [a, b, _] => {
                     let key = u32::from(u16::from_le_bytes([a, b]));
                     pairs.entry(key).or_default().push(id);
-                    set_bit(&mut pair_filter[..], key as usize);
+                    lead(key, SHORT);
                 }
                 [a, b, c, d, ..] => {
                     let key = u32::from_le_bytes([a, b, c, d]);
+                    lead(u32::from(u16::from_le_bytes([a, b])), LONG);
                     quads.entry(key).or_default().push(id);
                     set_bit(
                         &mut quad_filter[..],
@@ -161,7 +174,7 @@ impl LiteralScan {
             quads: Table::build(quads)?,
             quad_filter,
             pairs: Table::build(pairs)?,
-            pair_filter,
+            leads,
             singles,
             single_filter,
             empty,
@@ -210,11 +223,16 @@ impl LiteralScan {
             };
             let quad = u32::from_le_bytes(bytes);
             let pair = quad as u16;
-            if self.pair_filter[usize::from(pair) / 64 % PAIR_WORDS] & (1 << (pair % 64)) != 0 {
+            let lead = self.leads[usize::from(pair) / 32 % LEAD_WORDS] >> (2 * (pair % 32));
+            if lead & (SHORT | LONG) == 0 {
+                continue;
+            }
+            if lead & SHORT != 0 {
                 self.found_pair(u32::from(pair), (quad >> 16) as u8, n - i, found);
             }
             let bit = (hash(quad) >> (32 - QUAD_FILTER_LOG2)) as usize;
-            if self.quad_filter[bit / 64 % QUAD_WORDS] & (1 << (bit % 64)) != 0 {
+            if lead & LONG != 0 && self.quad_filter[bit / 64 % QUAD_WORDS] & (1 << (bit % 64)) != 0
+            {
                 self.found_quad(quad, lower.get(i + 4..n).unwrap_or(&[]), n - i, found);
             }
         }
