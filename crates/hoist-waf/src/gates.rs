@@ -7,9 +7,11 @@
 //! rule whose prefilter bit is in none of its targets' unions cannot match any of its
 //! values, so it is skipped whole: no collection, no per-value lookups. Exclusions
 //! (`!ARGS:foo`, ctl:ruleRemoveTargetById) only remove values, so a union over the
-//! unexcluded target is a superset and the skip stays exact. Negated and multiMatch rules
-//! are never gated: they can match where no literal occurs (and multiMatch ones test
-//! intermediate values, whose scans would cost more than the rules save).
+//! unexcluded target is a superset and the skip stays exact. Negated rules are never gated:
+//! they can match where no literal occurs. A multiMatch rule tests the value after every
+//! step of its chain, so it is gated on a union per step (`assign_each_step`), and only when
+//! no step can write anything (after a base64Decode, every argument's decoded copy would be
+//! scanned: more than 934100 and 934160 cost).
 //!
 //! Most values have nothing any decoder would change, and the prefilter ignores case, so
 //! most chains leave a value's hits as they are (`Transform::keeps_prefilter_hits`). Each
@@ -103,6 +105,26 @@ impl GateTable {
         self.sets.push(ids.clone().into_boxed_slice());
         self.set_index.insert(ids, set);
         Some((set, per_target))
+    }
+
+    /// The gate set of a multiMatch rule, which tests the value after every step of its
+    /// chain: a gate per target and step (`path`: the root, each prefix, the chain), each
+    /// union covering that step's values. No per-target gates (a target is closed only
+    /// when all its steps are, which `evaluate_link` does not ask).
+    pub fn assign_each_step(&mut self, targets: &Targets, path: &[ChainId]) -> Option<u32> {
+        let mut ids = Vec::new();
+        for &step in path {
+            ids.extend(self.gate_ids(targets, step)?);
+        }
+        ids.sort_unstable();
+        ids.dedup();
+        if let Some(&set) = self.set_index.get(&ids) {
+            return Some(set);
+        }
+        let set = u32::try_from(self.sets.len()).ok()?;
+        self.sets.push(ids.clone().into_boxed_slice());
+        self.set_index.insert(ids, set);
+        Some(set)
     }
 
     fn gate_ids(&mut self, targets: &Targets, chain: ChainId) -> Option<Vec<u32>> {

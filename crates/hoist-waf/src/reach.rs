@@ -179,6 +179,16 @@ impl Transform {
     }
 }
 
+/// Whether no step of `chain` may write anything whatever its input (base64Decode, hex,
+/// sha1...): its steps only decode escapes, drop or replace bytes, change case.
+pub(crate) fn no_step_writes_anything(chains: &Chains, chain: ChainId) -> bool {
+    chains
+        .path(chain)
+        .iter()
+        .filter_map(|n| chains.node(*n).transform)
+        .all(|t| t.adds() != Adds::Anything)
+}
+
 /// Where a multiMatch rule with filter bytes `wanted` checks a value: the index in
 /// `chain`'s path (`Chains::path`) of the last step that may write anything (the original
 /// when none does; no check before it can rule anything out), and the bytes whose absence

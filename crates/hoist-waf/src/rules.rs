@@ -240,6 +240,14 @@ impl RuleSet {
                             rule.gate_set = Some(set);
                             rule.target_gates = per_target;
                         }
+                    } else if !rule.negated
+                        && crate::reach::no_step_writes_anything(&self.chains, rule.chain)
+                    {
+                        // multiMatch: gated on every step's values, when no step can make
+                        // a value unlike its input (a decoded base64 would be scanned for
+                        // every argument, costing more than the rule).
+                        let path = self.chains.path(rule.chain).to_vec();
+                        rule.gate_set = gates.assign_each_step(&rule.targets, &path);
                     }
                 }
                 link = rule.chained.as_deref_mut();

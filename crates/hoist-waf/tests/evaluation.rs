@@ -198,6 +198,24 @@ fn detect_xss_sees_markup_its_chain_decodes() {
 }
 
 #[test]
+fn multimatch_rule_gated_on_every_step_matches_a_middle_step() {
+    // `foo bar` is only in the middle step: not as sent (`foo%20bar`), not after
+    // removeWhitespace (`foobar`). The rule's gate must cover each step's values.
+    let r = rules(
+        r#"SecRule ARGS "@rx foo bar" "id:1,phase:1,pass,nolog,multiMatch,t:none,t:urlDecodeUni,t:removeWhitespace,setvar:tx.hit=%{matched_var}""#,
+    );
+    assert_eq!(
+        tx_var(&get(&r, "/?q=foo%2520bar"), "hit").as_deref(),
+        Some("foobar")
+    );
+    assert_eq!(tx_var(&get(&r, "/?q=foo%2520baz"), "hit"), None);
+    assert_eq!(
+        tx_var(&get(&r, "/?q=x&p=foo+bar"), "hit").as_deref(),
+        Some("foobar")
+    );
+}
+
+#[test]
 fn multimatch_steps_use_the_hits_a_gate_already_scanned() {
     // Rule 1's gate scans each argument after removeWhitespace; rule 2 (multiMatch, same
     // chain) reads that scan for its removeWhitespace step: `ev al(` has no `eval(` until its
