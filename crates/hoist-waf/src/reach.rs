@@ -218,13 +218,7 @@ pub(crate) fn check_point(
 pub(crate) fn operator_needs(operator: &Operator) -> Option<ByteSet> {
     match operator {
         Operator::ValidateByteRange(allowed) => {
-            let mut bits = [0u64; 4];
-            for (b, _) in allowed.iter().enumerate().filter(|(_, ok)| !**ok) {
-                if let Some(w) = bits.get_mut(b >> 6) {
-                    *w |= 1 << (b & 63);
-                }
-            }
-            Some(ByteSet { bits })
+            Some(ByteSet::of_present(&allowed.map(|ok| u8::from(!ok))))
         }
         // A malformed escape starts at a `%`; without one the value is valid.
         Operator::ValidateUrlEncoding => Some(ByteSet::from_bytes(b"%")),
