@@ -212,6 +212,12 @@ impl Word {
 /// variable of every request, ~7,000 instructions of a small GET.
 #[inline(never)]
 fn regex_matches(r: &Regex, word: &Word, key: &str) -> bool {
+    // A match spans at least the word's length in bytes: a letter's other case forms
+    // outside ASCII (U+017F for `s`, U+212A for `k`) are longer, never shorter. Most TX
+    // names are shorter than 922110's word.
+    if key.len() < word.folded.len() {
+        return false;
+    }
     // Keys outside ASCII go to the regex (Unicode folding: U+017F is `s`).
     let cannot = !word.folded.is_empty() && key.is_ascii() && !word.in_ascii(key);
     !cannot && r.is_match(key)
@@ -460,6 +466,13 @@ mod tests {
         // A key outside ASCII is the regex's to judge (Unicode folding: U+017F is `s`).
         assert!(pbjs.matches("pbj\u{17f}-a"));
         assert!(multipart.matches("multipart_headers_content_type\u{17f}"));
+        // Shorter than the word: no match, whatever its bytes (U+212A is `k`).
+        assert!(multipart.matches("MULTIPART_HEADERS_CONTENT_TYPES"));
+        assert!(!multipart.matches("multipart_headers_content_typ"));
+        assert!(!multipart.matches("\u{212a}"));
+        let kelvin = Targets::parse("TX:/kk/").expect("parses");
+        assert!(kelvin.targets[0].selector.matches("\u{212a}k"));
+        assert!(!kelvin.targets[0].selector.matches("k"));
     }
 
     #[test]
