@@ -1,0 +1,95 @@
+#!/usr/bin/env bash
+# Instructions per request through the proxy, per L7 configuration, counted by valgrind
+# (callgrind): the figure `bench/filter-cost.sh` measures in CPU time, without the host's
+# noise (on a shared 2-core VM its waf/none ratio moved from 0.26 to 0.38 between
+# repetitions). The same request as filter-cost.sh: GET /1k over TLS with the RS256 token and
+# `Host: shop.example.com`, one connection, one request at a time.
+#
+#   bench/filter-instructions.sh [requests=400] [warm-up requests=50]
+#
+# For each configuration in L7S (default "none waf"): start hoist under callgrind on one core,
+# send the warm-up requests (JWT cache, the WAF's first-use regex caches), then count two
+# runs of `requests` and 2 x `requests` requests, each on a new connection
+# (`callgrind_control -z` before, `-d` after), and print their difference per request: the
+# steady state, without the TLS handshake each run pays once. Every thread is counted, user
+# space only (the kernel's TCP and loopback work is not). The last column is how many of the
+# requests each configuration serves per instruction, relative to the first (0.5: half). Environment as
+# filter-cost.sh: HOIST, WORK, CIPHER, SERVER_CPU, LOAD_CPU, HOIST_CRS_DIR. Needs valgrind
+# and callgrind_control; takes about a minute per configuration (the Core Rule Set loads
+# under valgrind).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+requests=${1:-400}
+warmup=${2:-50}
+HOIST=${HOIST:-target/release/hoist}
+WORK=${WORK:-bench-report/work}
+CIPHER=${CIPHER:-ECDHE-RSA-AES128-GCM-SHA256}
+SERVER_CPU=${SERVER_CPU:-0}
+LOAD_CPU=${LOAD_CPU:-1}
+L7S=${L7S:-none waf}
+[ -x "$HOIST" ] || { echo "$HOIST not found: cargo build --release -p hoist" >&2; exit 1; }
+for tool in valgrind callgrind_control callgrind_annotate; do
+  command -v "$tool" >/dev/null || { echo "$tool not found (apt install valgrind)" >&2; exit 1; }
+done
+"$HOIST" bench --prepare --out "$(dirname "$WORK")" --work-dir "$WORK" --sizes 1k \
+  --configs "${L7S// /,}" >/dev/null
+token=$(cat "$WORK/jwt/token.txt")
+tmp=$(mktemp -d /tmp/hoist-filter-instr.XXXXXX)
+server=
+trap '[ -n "$server" ] && kill "$server" 2>/dev/null; rm -rf "$tmp"' EXIT
+url=https://127.0.0.1:18443/1k
+
+send() { # count: requests on one connection, one at a time; fails unless all got 200
+  local out
+  out=$(taskset -c "$LOAD_CPU" "$HOIST" load -k -c 1 -qps 0 -n "$1" \
+    -H "Authorization: Bearer $token" -H "Host: shop.example.com" "$url" 2>&1)
+  grep -q "^Code 200 : $1 " <<<"$out" || { echo "load failed: $out" >&2; return 1; }
+}
+
+total() { # callgrind dump: its instruction count
+  local n
+  n=$(callgrind_annotate "$1" 2>/dev/null | sed -n 's/^ *\([0-9,]*\) .*PROGRAM TOTALS.*/\1/p' |
+    tr -d , | head -1)
+  [ -n "$n" ] || { echo "no callgrind dump at $1" >&2; exit 1; }
+  echo "$n"
+}
+
+one() { # configuration: prints its instructions per request
+  local l7=$1
+  sed -e '0,/port_value: 0}}/s//port_value: 19901}}/' \
+      -e 's/    address: {socket_address: {address: 127.0.0.1, port_value: 0}}/    address: {socket_address: {address: 127.0.0.1, port_value: 18443}}/' \
+      "$WORK/configs/$l7-$CIPHER.yaml" > "$tmp/config.yaml"
+  rm -f "$tmp"/cg.out*
+  taskset -c "$SERVER_CPU" valgrind --tool=callgrind --callgrind-out-file="$tmp/cg.out" \
+    "$HOIST" -c "$tmp/config.yaml" --concurrency 1 --tls-offload off >"$tmp/server.log" 2>&1 &
+  server=$!
+  local up=
+  for _ in $(seq 1 240); do
+    if curl -sk -o /dev/null "$url"; then up=1; break; fi
+    sleep 1
+  done
+  [ -n "$up" ] || { echo "$l7: hoist did not start under valgrind" >&2; cat "$tmp/server.log" >&2; exit 1; }
+  send "$warmup"
+  local counts=()
+  for n in "$requests" "$((2 * requests))"; do
+    callgrind_control -z "$server" >/dev/null 2>&1
+    send "$n"
+    callgrind_control -d "$server" >/dev/null 2>&1
+    counts+=("$(total "$tmp/cg.out.$(( ${#counts[@]} + 1 ))")")
+  done
+  kill "$server"; wait "$server" 2>/dev/null || true
+  server=
+  echo "$(((counts[1] - counts[0]) / requests))"
+}
+
+first=
+for l7 in $L7S; do
+  n=$(one "$l7")
+  if [ -z "$first" ]; then
+    first=$n
+    echo "$l7: $n instructions per request ($requests requests after $warmup)"
+  else
+    python3 -c "print(f'$l7: $n instructions per request ($requests requests after $warmup);' \
+      f' serves {$first / $n:.2f} x the requests of ${L7S%% *} per instruction')"
+  fi
+done
