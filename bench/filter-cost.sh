@@ -29,16 +29,9 @@ cd "$(dirname "$0")/.."
 reps=${1:-5}
 rate=${2:-15000}
 secs=${3:-10}
-HOIST=${HOIST:-target/release/hoist}
-WORK=${WORK:-bench-report/work}
-CIPHER=${CIPHER:-ECDHE-RSA-AES128-GCM-SHA256}
-SERVER_CPU=${SERVER_CPU:-0}
-LOAD_CPU=${LOAD_CPU:-1}
 L7S=${L7S:-none ratelimit jwt ratelimit_jwt}
-[ -x "$HOIST" ] || { echo "$HOIST not found: cargo build --release -p hoist" >&2; exit 1; }
-"$HOIST" bench --prepare --out "$(dirname "$WORK")" --work-dir "$WORK" --sizes 1k \
-  --configs "${L7S// /,}" >/dev/null
-token=$(cat "$WORK/jwt/token.txt")
+# shellcheck source=bench/filter-setup.sh
+. bench/filter-setup.sh
 tmp=$(mktemp -d /tmp/hoist-filter-cost.XXXXXX)
 server=
 trap '[ -n "$server" ] && kill "$server" 2>/dev/null; rm -rf "$tmp"' EXIT
@@ -47,10 +40,7 @@ run_time_ns() { cat /proc/"$1"/task/*/schedstat | awk '{s += $1} END {print s}';
 
 one() {
   local l7=$1
-  # The generated configuration with fixed ports instead of ephemeral ones.
-  sed -e '0,/port_value: 0}}/s//port_value: 19901}}/' \
-      -e 's/    address: {socket_address: {address: 127.0.0.1, port_value: 0}}/    address: {socket_address: {address: 127.0.0.1, port_value: 18443}}/' \
-      "$WORK/configs/$l7-$CIPHER.yaml" > "$tmp/config.yaml"
+  filter_config "$l7" "$tmp/config.yaml"
   taskset -c "$SERVER_CPU" "$HOIST" -c "$tmp/config.yaml" --concurrency 1 --tls-offload off \
     >"$tmp/server.log" 2>&1 &
   local pid=$!

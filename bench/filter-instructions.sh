@@ -21,19 +21,12 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 requests=${1:-400}
 warmup=${2:-50}
-HOIST=${HOIST:-target/release/hoist}
-WORK=${WORK:-bench-report/work}
-CIPHER=${CIPHER:-ECDHE-RSA-AES128-GCM-SHA256}
-SERVER_CPU=${SERVER_CPU:-0}
-LOAD_CPU=${LOAD_CPU:-1}
 L7S=${L7S:-none waf}
-[ -x "$HOIST" ] || { echo "$HOIST not found: cargo build --release -p hoist" >&2; exit 1; }
 for tool in valgrind callgrind_control callgrind_annotate; do
   command -v "$tool" >/dev/null || { echo "$tool not found (apt install valgrind)" >&2; exit 1; }
 done
-"$HOIST" bench --prepare --out "$(dirname "$WORK")" --work-dir "$WORK" --sizes 1k \
-  --configs "${L7S// /,}" >/dev/null
-token=$(cat "$WORK/jwt/token.txt")
+# shellcheck source=bench/filter-setup.sh
+. bench/filter-setup.sh
 tmp=$(mktemp -d /tmp/hoist-filter-instr.XXXXXX)
 server=
 trap '[ -n "$server" ] && kill "$server" 2>/dev/null; rm -rf "$tmp"' EXIT
@@ -56,9 +49,7 @@ total() { # callgrind dump: its instruction count
 
 one() { # configuration: prints its instructions per request
   local l7=$1
-  sed -e '0,/port_value: 0}}/s//port_value: 19901}}/' \
-      -e 's/    address: {socket_address: {address: 127.0.0.1, port_value: 0}}/    address: {socket_address: {address: 127.0.0.1, port_value: 18443}}/' \
-      "$WORK/configs/$l7-$CIPHER.yaml" > "$tmp/config.yaml"
+  filter_config "$l7" "$tmp/config.yaml"
   rm -f "$tmp"/cg.out*
   taskset -c "$SERVER_CPU" valgrind --tool=callgrind --callgrind-out-file="$tmp/cg.out" \
     "$HOIST" -c "$tmp/config.yaml" --concurrency 1 --tls-offload off >"$tmp/server.log" 2>&1 &
