@@ -626,7 +626,11 @@ impl Transaction {
                             name_buf.clear();
                             self.expand_into(&sv.name, &mut name_buf);
                             name_buf.make_ascii_lowercase();
-                            String::from_utf8_lossy(&name_buf)
+                            // TX names are text; nearly all are ASCII.
+                            match std::str::from_utf8(&name_buf) {
+                                Ok(name) => Cow::Borrowed(name),
+                                Err(_) => String::from_utf8_lossy(&name_buf),
+                            }
                         }
                     };
                     match &sv.op {
@@ -645,7 +649,7 @@ impl Transaction {
                             self.setvar_buf = value;
                         }
                         SetVarOp::Add(m) | SetVarOp::Sub(m) => {
-                            let delta = atoi(self.expand(m).as_bytes());
+                            let delta = atoi(&self.expand_bytes(m));
                             let add = matches!(sv.op, SetVarOp::Add(_));
                             let next = |current: i64| {
                                 if add {

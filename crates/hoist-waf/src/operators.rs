@@ -9,7 +9,18 @@ use std::path::Path;
 
 /// What an operator needs from the transaction: macro expansion.
 pub trait Expand {
+    /// The expansion as text, for messages and log data: bytes that are not UTF-8 are
+    /// replaced.
     fn expand<'a>(&'a self, m: &'a Macro) -> Cow<'a, str>;
+
+    /// The expansion as bytes, as ModSecurity expands macros (a TX value captured from
+    /// binary input stays those bytes): what operators compare with.
+    fn expand_bytes<'a>(&'a self, m: &'a Macro) -> Cow<'a, [u8]> {
+        match self.expand(m) {
+            Cow::Borrowed(s) => Cow::Borrowed(s.as_bytes()),
+            Cow::Owned(s) => Cow::Owned(s.into_bytes()),
+        }
+    }
 }
 
 /// CRS regexes are written for PCRE. Most compile with the `regex` crate (linear time); the
@@ -262,7 +273,7 @@ impl Operator {
         env: &dyn Expand,
         captures: Option<&mut Vec<Vec<u8>>>,
     ) -> bool {
-        let num = |m: &Macro| atoi(env.expand(m).as_bytes());
+        let num = |m: &Macro| atoi(&env.expand_bytes(m));
         let capture0 = |captures: Option<&mut Vec<Vec<u8>>>, v: &[u8]| {
             if let Some(c) = captures {
                 c.clear();
@@ -278,7 +289,7 @@ impl Operator {
                 }
                 None => false,
             },
-            Operator::StrEq(m) => input == env.expand(m).as_bytes(),
+            Operator::StrEq(m) => input == &env.expand_bytes(m)[..],
             Operator::Eq(m) => atoi(input) == num(m),
             Operator::Ge(m) => atoi(input) >= num(m),
             Operator::Gt(m) => atoi(input) > num(m),
@@ -286,11 +297,11 @@ impl Operator {
             Operator::Le(m) => atoi(input) <= num(m),
             // ModSecurity: an empty value is within nothing (so `!@within` flags an empty
             // REQUEST_PROTOCOL, as CRS 920430 expects).
-            Operator::Within(m) => !input.is_empty() && contains(env.expand(m).as_bytes(), input),
-            Operator::Contains(m) => contains(input, env.expand(m).as_bytes()),
-            Operator::ContainsWord(m) => contains_word(input, env.expand(m).as_bytes()),
-            Operator::BeginsWith(m) => input.starts_with(env.expand(m).as_bytes()),
-            Operator::EndsWith(m) => input.ends_with(env.expand(m).as_bytes()),
+            Operator::Within(m) => !input.is_empty() && contains(&env.expand_bytes(m), input),
+            Operator::Contains(m) => contains(input, &env.expand_bytes(m)),
+            Operator::ContainsWord(m) => contains_word(input, &env.expand_bytes(m)),
+            Operator::BeginsWith(m) => input.starts_with(&env.expand_bytes(m)),
+            Operator::EndsWith(m) => input.ends_with(&env.expand_bytes(m)),
             Operator::IpMatch(nets) => std::str::from_utf8(input)
                 .ok()
                 .and_then(|s| s.trim().parse::<IpAddr>().ok())

@@ -145,22 +145,31 @@ impl Expand for Transaction {
         }
         Cow::Owned(out)
     }
+
+    fn expand_bytes<'a>(&'a self, m: &'a Macro) -> Cow<'a, [u8]> {
+        if let Some(lit) = m.as_literal() {
+            return Cow::Borrowed(lit.as_bytes());
+        }
+        // `%{tx.some_score}` alone (CRS's thresholds, 920450's restricted header list):
+        // borrowed as stored, with no UTF-8 check.
+        if let [Part::Var(VarName::Tx, Some(key))] = m.parts.as_slice() {
+            return Cow::Borrowed(self.tx.get(key).map_or(&b""[..], Vec::as_slice));
+        }
+        let mut out = Vec::new();
+        self.expand_into(m, &mut out);
+        Cow::Owned(out)
+    }
 }
 
 impl Transaction {
-    /// `expand`, appended to `out`: the same bytes, without a string built per call.
+    /// `expand_bytes`, appended to `out`: the values' bytes as they are (setvar's values;
+    /// a name is made text by its caller).
     pub(crate) fn expand_into(&self, m: &Macro, out: &mut Vec<u8>) {
         for part in &m.parts {
             match part {
                 Part::Literal(s) => out.extend_from_slice(s.as_bytes()),
                 Part::Var(var, key) => {
-                    let value = self.macro_value(*var, key.as_deref());
-                    // ASCII (nearly every value) needs no replacement: skip the UTF-8 walk.
-                    if value.is_ascii() {
-                        out.extend_from_slice(&value);
-                    } else {
-                        out.extend_from_slice(String::from_utf8_lossy(&value).as_bytes());
-                    }
+                    out.extend_from_slice(&self.macro_value(*var, key.as_deref()))
                 }
             }
         }

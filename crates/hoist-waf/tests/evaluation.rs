@@ -813,3 +813,26 @@ SecRule ARGS "@rx [[:upper:]]{4}" "id:2,phase:1,pass,nolog,t:none,setvar:'tx.upp
     assert_eq!(tx_var(&tx, "first"), None);
     assert_eq!(tx_var(&tx, "upper").as_deref(), Some("ARGS:a"));
 }
+
+/// Macros expand to the bytes a variable holds, as ModSecurity's do: a value captured from
+/// binary input and copied by setvar is still those bytes, and an operator compares with
+/// them (a single `%{tx.x}` and one joined with text alike).
+#[test]
+fn macros_expand_to_the_bytes_a_variable_holds() {
+    let r = rules(
+        r#"
+SecRule ARGS:a "@rx ^(.*)$" "id:1,phase:2,pass,nolog,capture,setvar:tx.x=%{tx.1}"
+SecRule ARGS:b "@streq %{tx.x}" "id:2,phase:2,pass,nolog,setvar:tx.same=1"
+SecRule ARGS:c "@streq %{tx.x}z" "id:3,phase:2,pass,nolog,setvar:tx.joined=1"
+SecRule ARGS:d "@within %{tx.x}" "id:4,phase:2,pass,nolog,setvar:tx.within=1"
+"#,
+    );
+    let tx = get(&r, "/?a=%FF%FE&b=%FF%FE&c=%FF%FEz&d=%FE");
+    assert_eq!(tx.tx_var("x"), Some(&b"\xff\xfe"[..]));
+    assert_eq!(tx_var(&tx, "same").as_deref(), Some("1"));
+    assert_eq!(tx_var(&tx, "joined").as_deref(), Some("1"));
+    assert_eq!(tx_var(&tx, "within").as_deref(), Some("1"));
+    // Text stays text: a replaced byte is not the byte.
+    let tx = get(&r, "/?a=%FF%FE&b=%EF%BF%BD%EF%BF%BD");
+    assert_eq!(tx_var(&tx, "same"), None);
+}
