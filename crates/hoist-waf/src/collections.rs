@@ -259,7 +259,7 @@ impl Transaction {
                     }
                     sel => {
                         for (k, v) in self.tx.iter() {
-                            if sel.matches(k) {
+                            if sel.matches_folded(k) {
                                 out.push(Item {
                                     var,
                                     key: Cow::Borrowed(k),

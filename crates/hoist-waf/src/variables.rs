@@ -224,6 +224,18 @@ fn regex_matches(r: &Regex, word: &Word, key: &str) -> bool {
 }
 
 impl Selector {
+    /// `matches` for a key stored ASCII-lowercased, as TX's are: a word or prefix (stored
+    /// folded too) is compared byte for byte. CRS walks every TX name with
+    /// `/^header_name_920450_/` once per request.
+    #[inline]
+    pub fn matches_folded(&self, key: &str) -> bool {
+        match self {
+            Selector::Key(k) => k == key,
+            Selector::Prefix(p) => key.starts_with(p.as_str()),
+            other => other.matches(key),
+        }
+    }
+
     #[inline]
     pub fn matches(&self, key: &str) -> bool {
         match self {
@@ -473,6 +485,36 @@ mod tests {
         let kelvin = Targets::parse("TX:/kk/").expect("parses");
         assert!(kelvin.targets[0].selector.matches("\u{212a}k"));
         assert!(!kelvin.targets[0].selector.matches("k"));
+    }
+
+    /// On keys stored lowercased (TX's), the byte-for-byte comparison answers as `matches`.
+    #[test]
+    fn folded_keys_match_as_any_key() {
+        let t = Targets::parse(r"TX:/^header_name_/|TX:score|TX:/^_ga?x/|TX|TX:/MULTI_*/")
+            .expect("parses");
+        let keys = [
+            "header_name_920450_host",
+            "header_name_",
+            "header_nam",
+            "x_header_name_",
+            "score",
+            "scores",
+            "_gx",
+            "_gax",
+            "multi",
+            "a_multi_b",
+            "",
+        ];
+        for target in &t.targets {
+            for key in keys {
+                assert_eq!(
+                    target.selector.matches_folded(key),
+                    target.selector.matches(key),
+                    "{:?} on {key}",
+                    target.selector
+                );
+            }
+        }
     }
 
     #[test]
