@@ -38,6 +38,7 @@ pub mod macros;
 pub mod operators;
 mod pair_list;
 pub mod parser;
+mod phrase_set;
 mod prefilter;
 mod reach;
 #[cfg(feature = "rule-profile")]

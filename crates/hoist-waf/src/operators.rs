@@ -2,7 +2,7 @@
 //! Aho-Corasick automata, byte ranges into tables.
 
 use crate::macros::Macro;
-use aho_corasick::AhoCorasick;
+use crate::phrase_set::PhraseSet;
 use std::borrow::Cow;
 use std::net::IpAddr;
 use std::path::Path;
@@ -159,8 +159,7 @@ fn braced_hex_to_bytes(pattern: &str) -> String {
 #[derive(Debug)]
 pub enum Operator {
     Rx(Pattern),
-    /// The automaton, and the phrases it was built from (the prefilter adds them to its own).
-    Pm(AhoCorasick, Vec<Vec<u8>>),
+    Pm(PhraseSet),
     StrEq(Macro),
     Eq(Macro),
     Ge(Macro),
@@ -282,9 +281,9 @@ impl Operator {
         };
         match self {
             Operator::Rx(p) => p.find(input, captures),
-            Operator::Pm(ac, _) => match ac.find(input) {
+            Operator::Pm(phrases) => match phrases.find(input) {
                 Some(m) => {
-                    capture0(captures, &input[m.start()..m.end()]);
+                    capture0(captures, input.get(m).unwrap_or_default());
                     true
                 }
                 None => false,
@@ -321,11 +320,7 @@ impl Operator {
 
 fn phrases<'a>(words: impl Iterator<Item = &'a str>) -> Result<Operator, String> {
     let words: Vec<Vec<u8>> = words.map(|w| w.as_bytes().to_vec()).collect();
-    let automaton = AhoCorasick::builder()
-        .ascii_case_insensitive(true)
-        .build(&words)
-        .map_err(|e| format!("@pm: {e}"))?;
-    Ok(Operator::Pm(automaton, words))
+    Ok(Operator::Pm(PhraseSet::new(words)?))
 }
 
 /// C `atoi`: optional sign and leading digits, anything else is 0; saturates instead of

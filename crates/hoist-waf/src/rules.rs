@@ -224,8 +224,8 @@ impl RuleSet {
                     }
                     // @pm matches exactly when one of its phrases occurs (ASCII case
                     // folded, as the prefilter searches).
-                    Operator::Pm(_, phrases) if phrases.iter().all(|p| !p.is_empty()) => {
-                        Some(vec![phrases.clone()])
+                    Operator::Pm(set) if set.phrases().iter().all(|p| !p.is_empty()) => {
+                        Some(vec![set.phrases().to_vec()])
                     }
                     _ => None,
                 };

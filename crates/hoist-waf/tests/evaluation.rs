@@ -448,6 +448,42 @@ SecRule ARGS "@rx [xX]" "id:3,phase:1,pass,nolog,t:none,setvar:tx.x=1"
     assert_eq!(tx_var(&tx, "x").as_deref(), Some("1"));
 }
 
+/// A body too long for the prefilter reaches @pm's own search (the packed searcher over a
+/// lower-cased copy, then the automaton): a phrase is found in any case, with 70 phrases
+/// (past Teddy's default limit of 64) and with a short phrase among them, and captured as
+/// it stands in the body.
+#[test]
+fn pm_finds_phrases_in_long_bodies_in_any_case() {
+    let many: Vec<String> = (0..70).map(|i| format!("java.class{i};")).collect();
+    for extra in ["", " ab"] {
+        let r = rules(&format!(
+            r#"
+SecRequestBodyAccess On
+SecRule REQUEST_BODY "@pm {}{extra}" "id:1,phase:2,pass,nolog,t:none,capture,setvar:tx.pm=%{{tx.0}}"
+"#,
+            many.join(" ")
+        ));
+        let filler = "x".repeat(5000);
+        let tx = post(
+            &r,
+            "/",
+            format!("a={filler}&b=Java.Class42;&c={filler}").as_bytes(),
+        );
+        assert_eq!(
+            tx_var(&tx, "pm").as_deref(),
+            Some("Java.Class42;"),
+            "{extra}"
+        );
+        let tx = post(
+            &r,
+            "/",
+            format!("a={filler}&b=java.class42&c=AB").as_bytes(),
+        );
+        let short = (!extra.is_empty()).then_some("AB");
+        assert_eq!(tx_var(&tx, "pm").as_deref(), short, "{extra}");
+    }
+}
+
 /// Values over 4 KB are not scanned by the prefilter (their hits count as unknown): rules
 /// still match them, in the body and in an argument, before and after a transformation,
 /// and still do not where the literal is absent.
