@@ -5,7 +5,9 @@
 //! smoke test. The CRS comes from `HOIST_CRS_DIR`, else `../shared/crs` next to the workspace.
 //! A third case, `get_small_jwt`, is the request `bench/filter-cost.sh` sends through the
 //! proxy and the 1 KB text/plain response it gets back: the engine's share of the proxy's
-//! per-request cost.
+//! per-request cost. A fourth, `get_large_page`, answers with a 512 KB HTML page, as much as
+//! base.conf inspects of a response: what the response rules cost past the literal
+//! prefilter's 4 KB.
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use hoist_waf::{RuleSet, Transaction};
@@ -75,6 +77,36 @@ fn get_small(rules: &Arc<RuleSet>, payload: &[u8]) {
     tx.add_request_header("User-Agent", b"hoist-load/0.1");
     tx.add_request_header("Authorization", BEARER.as_bytes());
     answer_get(&mut tx, b"text/plain", payload);
+}
+
+/// `get_small`'s request answered with a large HTML page (`html_page`): the response rules
+/// then read a body far past the 4 KB the literal prefilter scans, up to the 512 KB that
+/// base.conf's SecResponseBodyLimit inspects.
+fn get_large_page(rules: &Arc<RuleSet>, page: &[u8]) {
+    let mut tx = Transaction::new(rules.clone(), "127.0.0.1", "bench");
+    tx.process_request_line("GET", "/catalog", "HTTP/1.1");
+    tx.add_request_header("Host", b"shop.example.com");
+    tx.add_request_header("User-Agent", b"hoist-load/0.1");
+    answer_get(&mut tx, b"text/html", page);
+}
+
+/// An ordinary HTML page of `size` bytes: paragraphs of words and numbers.
+fn html_page(size: usize) -> Vec<u8> {
+    let mut page =
+        String::from("<!DOCTYPE html>\n<html><head><title>Catalog</title></head><body>\n");
+    let mut i = 0;
+    while page.len() < size {
+        page.push_str(&format!(
+            "<p class=\"item\">Item {i}: an ordinary product with a short description, \
+             in stock since {} and priced at {}.{:02} euros.</p>\n",
+            2000 + i % 25,
+            10 + i % 90,
+            i % 100
+        ));
+        i += 1;
+    }
+    page.truncate(size);
+    page.into_bytes()
 }
 
 /// The rest of a GET once its headers are in: both phases of the request, a 200 response
@@ -173,6 +205,13 @@ fn crs_pl1(c: &mut Criterion) {
             timed("crs pl1: small GET", n, || get_small(&rules, &payload));
             return;
         }
+        if case == "large" {
+            let page = html_page(512 * 1024);
+            timed("crs pl1: GET of a 512 KB HTML page", n, || {
+                get_large_page(&rules, &page)
+            });
+            return;
+        }
         if case != "post" {
             timed("crs pl1: 1 KB browser GET", n, || get_1k(&rules));
         }
@@ -189,6 +228,10 @@ fn crs_pl1(c: &mut Criterion) {
     group.bench_function("get_small_jwt", |b| {
         b.iter(|| get_small(black_box(&rules), &payload))
     });
+    let page = html_page(512 * 1024);
+    group.bench_function("get_large_page", |b| {
+        b.iter(|| get_large_page(black_box(&rules), &page))
+    });
     group.bench_function("post_10k_urlencoded", |b| {
         b.iter(|| post_10k(black_box(&rules), black_box(&body)))
     });
@@ -196,7 +239,8 @@ fn crs_pl1(c: &mut Criterion) {
 }
 
 /// `HOIST_WAF_BENCH_ITERS=N`: run each case N times and print CPU and wall µs per transaction
-/// (`HOIST_WAF_BENCH_CASE=get` or `post` for one case only, `small` for `get_small` alone).
+/// (`HOIST_WAF_BENCH_CASE=get` or `post` for one case only, `small` for `get_small` alone,
+/// `large` for `get_large_page` alone).
 fn fixed_iterations() -> Option<u32> {
     std::env::var("HOIST_WAF_BENCH_ITERS").ok()?.parse().ok()
 }

@@ -7,23 +7,33 @@
 //! names over a 10 KB form body cost ~167k instructions, ~17 µs of a ~370 µs POST. Values
 //! that short are mostly answered by the literal prefilter before the operator runs; the
 //! long ones (request and response bodies over the prefilter's 4 KB) reach it. For those,
-//! a packed searcher over the lower-cased phrases first reads a lower-cased copy of the
-//! value: it finds a phrase exactly when the automaton would, so its "none" is the answer
-//! and only a value that holds a phrase is walked by the automaton.
+//! packed searchers (Teddy) over the lower-cased phrases first read a lower-cased copy of
+//! the value: between them they find a phrase exactly when the automaton would, so their
+//! "none" is the answer and only a value that holds a phrase is walked by the automaton.
+//! A Teddy pass over an HTML page took about a quarter of the automaton's walk (perf, a
+//! 512 KB page), so a list is split into at most `MAX_PASSES` searchers; php-errors.data's
+//! 1,831 phrases would need 15 and keep the automaton alone.
 
 use aho_corasick::{packed, AhoCorasick};
 use std::ops::Range;
 
-/// Values at least this long go through the packed searcher first; below it, copying the
+/// Values at least this long go through the packed searchers first; below it, copying the
 /// value to lower its case costs more than the automaton's walk saves.
 const LONG_VALUE: usize = 256;
+
+/// A packed searcher takes at most 128 patterns (64 with a phrase under four bytes, whose
+/// shorter fingerprints would bring Teddy too many candidates); a longer list is split into
+/// up to this many searchers, each a pass over the value (sql-errors.data's 171 phrases
+/// take two).
+const MAX_PASSES: usize = 2;
 
 #[derive(Debug)]
 pub struct PhraseSet {
     automaton: AhoCorasick,
-    /// `None` when the packed searcher cannot be built here (more than 128 phrases, more than
-    /// 64 with a short one, an empty one, or no SIMD on this CPU).
-    long_values: Option<packed::Searcher>,
+    /// Packed searchers over the lower-cased phrases, between them all of them; empty when
+    /// they cannot be built here (more than `MAX_PASSES` would be needed, an empty phrase,
+    /// or no SIMD on this CPU).
+    long_values: Vec<packed::Searcher>,
     phrases: Vec<Vec<u8>>,
 }
 
@@ -33,18 +43,9 @@ impl PhraseSet {
             .ascii_case_insensitive(true)
             .build(&phrases)
             .map_err(|e| format!("@pm: {e}"))?;
-        // Teddy, the packed searcher, refuses more than 64 patterns unless told otherwise
-        // (944130 has 68): with four-byte fingerprints (`java`, `com.`, `org.`...) its
-        // candidates are few even so; shorter phrases keep the crate's limit.
-        let shortest = phrases.iter().map(Vec::len).min().unwrap_or(0);
-        let long_values = packed::Config::new()
-            .heuristic_pattern_limits(shortest < 4)
-            .builder()
-            .extend(phrases.iter().map(|p| p.to_ascii_lowercase()))
-            .build();
         Ok(PhraseSet {
             automaton,
-            long_values,
+            long_values: packed_searchers(&phrases),
             phrases,
         })
     }
@@ -56,14 +57,40 @@ impl PhraseSet {
 
     /// Where the automaton's first match lies in `input` (the one ending first), if any.
     pub fn find(&self, input: &[u8]) -> Option<Range<usize>> {
-        if input.len() >= LONG_VALUE {
-            if let Some(searcher) = &self.long_values {
-                // No phrase in the lower-cased copy: none in any case.
-                searcher.find(input.to_ascii_lowercase())?;
+        if input.len() >= LONG_VALUE && !self.long_values.is_empty() {
+            let lowered = input.to_ascii_lowercase();
+            // No phrase in the lower-cased copy: none in any case.
+            if self.long_values.iter().all(|s| s.find(&lowered).is_none()) {
+                return None;
             }
         }
         self.automaton.find(input).map(|m| m.range())
     }
+}
+
+/// Teddy searchers for `phrases` lower-cased, or none. Teddy refuses more than 64 patterns
+/// unless told otherwise (CRS 944130 has 68): with four-byte fingerprints (`java`, `com.`,
+/// `org.`...) its candidates stay few with up to 128.
+fn packed_searchers(phrases: &[Vec<u8>]) -> Vec<packed::Searcher> {
+    let mut lowered: Vec<Vec<u8>> = phrases.iter().map(|p| p.to_ascii_lowercase()).collect();
+    lowered.sort_unstable();
+    lowered.dedup();
+    let shortest = lowered.iter().map(Vec::len).min().unwrap_or(0);
+    let per_searcher = if shortest < 4 { 64 } else { 128 };
+    if lowered.len() > per_searcher * MAX_PASSES {
+        return Vec::new();
+    }
+    let searchers: Option<Vec<_>> = lowered
+        .chunks(per_searcher)
+        .map(|chunk| {
+            packed::Config::new()
+                .heuristic_pattern_limits(false)
+                .builder()
+                .extend(chunk)
+                .build()
+        })
+        .collect();
+    searchers.unwrap_or_default()
 }
 
 #[cfg(test)]
@@ -83,7 +110,7 @@ mod tests {
     #[test]
     fn long_values_find_phrases_in_any_case() {
         let s = set(&["java.lang.Runtime", "classLoader"]);
-        assert!(s.long_values.is_some(), "no packed searcher on this CPU");
+        assert!(!s.long_values.is_empty(), "no packed searcher on this CPU");
         let v = long("a=JAVA.LANG.runtime&b=1");
         let r = s.find(&v).unwrap();
         assert_eq!(&v[r], b"JAVA.LANG.runtime");
@@ -93,18 +120,29 @@ mod tests {
     }
 
     #[test]
-    fn lists_longer_than_teddys_default_limit_get_a_packed_searcher() {
-        let many: Vec<String> = (0..100).map(|i| format!("phrase{i}.")).collect();
+    fn long_lists_are_split_between_packed_searchers() {
+        let many: Vec<String> = (0..200).map(|i| format!("phrase{i}.")).collect();
         let s = set(&many.iter().map(String::as_str).collect::<Vec<_>>());
-        assert!(s.long_values.is_some());
-        assert_eq!(s.find(&long("PHRASE77.")).map(|r| r.len()), Some(9));
-        assert_eq!(s.find(&long("phrase100")), None);
-        // A short phrase among them keeps the crate's limit of 64.
-        let mut short = many.clone();
+        assert_eq!(s.long_values.len(), 2);
+        for i in [0, 150, 199] {
+            let v = long(&format!("PHRASE{i}."));
+            assert_eq!(s.find(&v).map(|r| r.len()), Some(format!("{i}").len() + 7));
+        }
+        assert_eq!(s.find(&long("phrase200.")), None);
+        // A short phrase among them: 64 phrases per searcher.
+        let mut short: Vec<String> = many.iter().take(100).cloned().collect();
         short.push("ab".into());
         let s = set(&short.iter().map(String::as_str).collect::<Vec<_>>());
-        assert!(s.long_values.is_none());
+        assert_eq!(s.long_values.len(), 2);
         assert_eq!(s.find(&long("xAB")).map(|r| r.len()), Some(2));
+        // More than `MAX_PASSES` searchers would be needed: the automaton alone.
+        let too_many: Vec<String> = (0..128 * MAX_PASSES + 1)
+            .map(|i| format!("p{i}."))
+            .collect();
+        let s = set(&too_many.iter().map(String::as_str).collect::<Vec<_>>());
+        assert!(s.long_values.is_empty());
+        assert_eq!(s.find(&long("P256.")).map(|r| r.len()), Some(5));
+        assert_eq!(s.find(&long("P257.")), None);
     }
 
     #[test]
