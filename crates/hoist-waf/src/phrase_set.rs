@@ -11,9 +11,12 @@
 //! the value: between them they find a phrase exactly when the automaton would, so their
 //! "none" is the answer and only a value that holds a phrase is walked by the automaton.
 //! A Teddy pass over an HTML page took about a quarter of the automaton's walk (perf, a
-//! 512 KB page), so a list is split into at most `MAX_PASSES` searchers; php-errors.data's
-//! 1,831 phrases would need 15 and keep the automaton alone.
+//! 512 KB page), so a list is split into at most `MAX_PASSES` searchers. A longer list
+//! (php-errors.data's 1,831 phrases would need 15 passes, no faster than the automaton)
+//! is looked for with the literal prefilter's `LiteralScan` instead, whose small tables
+//! stay cached where the automaton's large one misses on every few bytes.
 
+use crate::literal_scan::LiteralScan;
 use aho_corasick::{packed, AhoCorasick};
 use std::ops::Range;
 
@@ -30,10 +33,8 @@ const MAX_PASSES: usize = 2;
 #[derive(Debug)]
 pub struct PhraseSet {
     automaton: AhoCorasick,
-    /// Packed searchers over the lower-cased phrases, between them all of them; empty when
-    /// they cannot be built here (more than `MAX_PASSES` would be needed, an empty phrase,
-    /// or no SIMD on this CPU).
-    long_values: Vec<packed::Searcher>,
+    /// What long values are searched with before the automaton.
+    long_values: LongValues,
     phrases: Vec<Vec<u8>>,
 }
 
@@ -45,7 +46,7 @@ impl PhraseSet {
             .map_err(|e| format!("@pm: {e}"))?;
         Ok(PhraseSet {
             automaton,
-            long_values: packed_searchers(&phrases),
+            long_values: LongValues::new(&phrases),
             phrases,
         })
     }
@@ -57,14 +58,48 @@ impl PhraseSet {
 
     /// Where the automaton's first match lies in `input` (the one ending first), if any.
     pub fn find(&self, input: &[u8]) -> Option<Range<usize>> {
-        if input.len() >= LONG_VALUE && !self.long_values.is_empty() {
-            let lowered = input.to_ascii_lowercase();
-            // No phrase in the lower-cased copy: none in any case.
-            if self.long_values.iter().all(|s| s.find(&lowered).is_none()) {
-                return None;
-            }
+        if input.len() >= LONG_VALUE && !self.long_values.holds_some(input) {
+            return None;
         }
         self.automaton.find(input).map(|m| m.range())
+    }
+}
+
+#[derive(Debug)]
+enum LongValues {
+    /// Teddy searchers over the lower-cased phrases, between them all of them.
+    Packed(Vec<packed::Searcher>),
+    Scan(Box<LiteralScan>),
+    /// The automaton alone (an empty phrase, or neither of the others could be built).
+    Automaton,
+}
+
+impl LongValues {
+    fn new(phrases: &[Vec<u8>]) -> LongValues {
+        if phrases.iter().any(Vec::is_empty) {
+            return LongValues::Automaton;
+        }
+        let packed = packed_searchers(phrases);
+        if !packed.is_empty() {
+            return LongValues::Packed(packed);
+        }
+        LiteralScan::new(phrases).map_or(LongValues::Automaton, |s| LongValues::Scan(Box::new(s)))
+    }
+
+    /// False only when no phrase occurs in `input` in any case.
+    fn holds_some(&self, input: &[u8]) -> bool {
+        match self {
+            LongValues::Packed(searchers) => {
+                let lowered = input.to_ascii_lowercase();
+                searchers.iter().any(|s| s.find(&lowered).is_some())
+            }
+            LongValues::Scan(scan) => {
+                let mut any = false;
+                scan.scan(input, |_| any = true);
+                any
+            }
+            LongValues::Automaton => true,
+        }
     }
 }
 
@@ -101,6 +136,14 @@ mod tests {
         PhraseSet::new(phrases.iter().map(|p| p.as_bytes().to_vec()).collect()).unwrap()
     }
 
+    fn kind(s: &PhraseSet) -> String {
+        match &s.long_values {
+            LongValues::Packed(searchers) => format!("packed {}", searchers.len()),
+            LongValues::Scan(_) => "scan".into(),
+            LongValues::Automaton => "automaton".into(),
+        }
+    }
+
     /// `value` padded past `LONG_VALUE` on both sides, so the packed searcher runs.
     fn long(value: &str) -> Vec<u8> {
         let pad = "x".repeat(LONG_VALUE);
@@ -110,7 +153,7 @@ mod tests {
     #[test]
     fn long_values_find_phrases_in_any_case() {
         let s = set(&["java.lang.Runtime", "classLoader"]);
-        assert!(!s.long_values.is_empty(), "no packed searcher on this CPU");
+        assert_eq!(kind(&s), "packed 1", "no packed searcher on this CPU?");
         let v = long("a=JAVA.LANG.runtime&b=1");
         let r = s.find(&v).unwrap();
         assert_eq!(&v[r], b"JAVA.LANG.runtime");
@@ -123,7 +166,7 @@ mod tests {
     fn long_lists_are_split_between_packed_searchers() {
         let many: Vec<String> = (0..200).map(|i| format!("phrase{i}.")).collect();
         let s = set(&many.iter().map(String::as_str).collect::<Vec<_>>());
-        assert_eq!(s.long_values.len(), 2);
+        assert_eq!(kind(&s), "packed 2");
         for i in [0, 150, 199] {
             let v = long(&format!("PHRASE{i}."));
             assert_eq!(s.find(&v).map(|r| r.len()), Some(format!("{i}").len() + 7));
@@ -133,14 +176,14 @@ mod tests {
         let mut short: Vec<String> = many.iter().take(100).cloned().collect();
         short.push("ab".into());
         let s = set(&short.iter().map(String::as_str).collect::<Vec<_>>());
-        assert_eq!(s.long_values.len(), 2);
+        assert_eq!(kind(&s), "packed 2");
         assert_eq!(s.find(&long("xAB")).map(|r| r.len()), Some(2));
-        // More than `MAX_PASSES` searchers would be needed: the automaton alone.
+        // More than `MAX_PASSES` searchers would be needed: the literal scan.
         let too_many: Vec<String> = (0..128 * MAX_PASSES + 1)
             .map(|i| format!("p{i}."))
             .collect();
         let s = set(&too_many.iter().map(String::as_str).collect::<Vec<_>>());
-        assert!(s.long_values.is_empty());
+        assert_eq!(kind(&s), "scan");
         assert_eq!(s.find(&long("P256.")).map(|r| r.len()), Some(5));
         assert_eq!(s.find(&long("P257.")), None);
     }
@@ -148,7 +191,8 @@ mod tests {
     #[test]
     fn long_and_short_values_answer_as_the_automaton_does() {
         let phrases = ["abcd", "bc", "Xy", "y.z", "zz"];
-        let s = set(&phrases);
+        let mut s = set(&phrases);
+        assert_eq!(kind(&s), "packed 1");
         let alphabet = [b'a', b'b', b'c', b'd', b'x', b'Y', b'.', b'z', b'Z', b' '];
         // Every string of up to four bytes from the alphabet, alone and padded.
         let mut values = vec![Vec::new()];
@@ -163,15 +207,21 @@ mod tests {
             }
             values.extend(next);
         }
-        for v in values {
-            for value in [v.clone(), long(std::str::from_utf8(&v).unwrap())] {
-                let expected = s.automaton.find(&value[..]).map(|m| m.range());
-                assert_eq!(
-                    s.find(&value),
-                    expected,
-                    "{:?}",
-                    String::from_utf8_lossy(&value)
-                );
+        for round in ["packed", "scan"] {
+            if round == "scan" {
+                let bytes: Vec<Vec<u8>> = phrases.iter().map(|p| p.as_bytes().to_vec()).collect();
+                s.long_values = LongValues::Scan(Box::new(LiteralScan::new(&bytes).unwrap()));
+            }
+            for v in &values {
+                for value in [v.clone(), long(std::str::from_utf8(v).unwrap())] {
+                    let expected = s.automaton.find(&value[..]).map(|m| m.range());
+                    assert_eq!(
+                        s.find(&value),
+                        expected,
+                        "{:?}",
+                        String::from_utf8_lossy(&value)
+                    );
+                }
             }
         }
     }
