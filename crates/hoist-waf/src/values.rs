@@ -36,13 +36,14 @@ pub(crate) fn scalar_slot(var: VarName) -> Option<Slot> {
         RequestProtocol => 6,
         QueryString => 7,
         RequestBody => 8,
-        ResponseBody => 9,
+        ResponseBody => RESPONSE_BODY,
         _ => return None,
     };
     Some(Slot::Scalar(code))
 }
 
 pub(crate) const SCALARS: usize = 10;
+const RESPONSE_BODY: u8 = 9;
 /// At most this many emptied buffers are kept for the next transaction, each at most
 /// `MAX_SPARE_BYTES` long (a 10 KB body's decoded copies are not worth keeping).
 const MAX_SPARE_BUFFERS: usize = 4096;
@@ -196,6 +197,13 @@ impl ValueCache {
         if let Some(l) = self.lists.get_mut(usize::from(list)) {
             l.clear();
         }
+    }
+
+    /// Whether the region starting at `region` is scalar `code`'s.
+    fn is_region_of(&self, code: u8, region: usize) -> bool {
+        self.scalars
+            .get(usize::from(code))
+            .is_some_and(|&base| base as usize == region + 1)
     }
 
     /// Where `slot`'s region start is kept.
@@ -538,8 +546,12 @@ impl ValueCache {
             Val::Buf(i) => self.bufs.get(i).map_or(&[][..], Vec::as_slice),
             Val::Original => original,
         };
+        // The response body is scanned whatever its length: its rules' phrase lists
+        // (php-errors.data's 1,831 phrases, sql-errors.data's 171...) would each search a
+        // long body on their own, while one scan answers for all of them.
+        let whole = value == Val::Original && self.is_region_of(RESPONSE_BODY, region);
         if let Some(out) = self.bits.get_mut(start..) {
-            if input.len() > MAX_SCANNED_LEN {
+            if input.len() > MAX_SCANNED_LEN && !whole {
                 // Every bit set: "may match", so every rule runs its own operator.
                 out.fill(u64::MAX);
             } else {

@@ -484,6 +484,31 @@ SecRule REQUEST_BODY "@pm {}{extra}" "id:1,phase:2,pass,nolog,t:none,capture,set
     }
 }
 
+/// A response body is prefiltered whatever its length (request values over 4 KB are not):
+/// phrases and regex literals past the first 4 KB, in any case, open their rules, and a
+/// body without them leaves the rules closed, with or without the rules' own searches.
+#[test]
+fn long_response_bodies_are_prefiltered_whole() {
+    let r = rules(
+        r#"
+SecResponseBodyAccess On
+SecResponseBodyMimeType text/html
+SecRule RESPONSE_BODY "@pm java.io.File SQL.syntax" "id:1,phase:4,pass,nolog,t:none,capture,setvar:tx.pm=%{tx.0}"
+SecRule RESPONSE_BODY "@rx (?i)fatal error: (\w+)" "id:2,phase:4,pass,nolog,t:none,capture,setvar:tx.rx=%{tx.1}"
+"#,
+    );
+    let filler = "<p>ordinary text</p>\n".repeat(1000);
+    let tx = get_with_response_body(
+        &r,
+        format!("{filler}Sql.Syntax near 1 and FATAL ERROR: Oops{filler}").as_bytes(),
+    );
+    assert_eq!(tx_var(&tx, "pm").as_deref(), Some("Sql.Syntax"));
+    assert_eq!(tx_var(&tx, "rx").as_deref(), Some("Oops"));
+    let tx = get_with_response_body(&r, format!("{filler}sql syntax, fatal: x").as_bytes());
+    assert_eq!(tx_var(&tx, "pm"), None);
+    assert_eq!(tx_var(&tx, "rx"), None);
+}
+
 /// Values over 4 KB are not scanned by the prefilter (their hits count as unknown): rules
 /// still match them, in the body and in an argument, before and after a transformation,
 /// and still do not where the literal is absent.
