@@ -3,7 +3,7 @@
 #
 # For each repetition and each configuration of `hoist bench` (none, ratelimit, jwt,
 # ratelimit_jwt): start hoist on one core with that configuration, drive it from the other core
-# with `hoist load` at a fixed rate (1 KB responses, every request carrying the same RS256
+# with `hoist load` at a fixed rate (1 KB responses, or SIZE, every request carrying the same RS256
 # token, so the configurations differ only in server work), and print the server's CPU per
 # request: user and system from /proc/<pid>/stat, and the exact run time from
 # /proc/<pid>/task/*/schedstat. Interleaving the configurations spreads the machine's drift
@@ -13,11 +13,13 @@
 #
 # A configuration that cannot keep the rate saturates the core; its CPU per request is still
 # what it costs. Environment: L7S (default "none ratelimit jwt ratelimit_jwt"; "waf" needs the
-# Core Rule Set, found as hoist bench finds it or through HOIST_CRS_DIR), HOIST (default target/release/hoist), WORK (hoist bench work directory, default
-# bench-report/work), CIPHER (default ECDHE-RSA-AES128-GCM-SHA256), SERVER_CPU (0), LOAD_CPU (1),
-# HOST_HEADER (default: the URL's 127.0.0.1:18443; a name such as shop.example.com is what a
-# browser sends, and spares the WAF the two warnings CRS logs per request for a numeric Host:
-# 920350 and the 980170 score summary it causes).
+# Core Rule Set, found as hoist bench finds it or through HOIST_CRS_DIR), HOIST (default
+# target/release/hoist), SIZE (the response: default 1k; the experiment's 2m needs a rate far
+# lower), WORK (hoist bench work directory, default bench-report/work), CIPHER (default
+# ECDHE-RSA-AES128-GCM-SHA256), SERVER_CPU (0), LOAD_CPU (1), HOST_HEADER (default: the URL's
+# 127.0.0.1:18443; a name such as shop.example.com is what a browser sends, and spares the WAF
+# the two warnings CRS logs per request for a numeric Host: 920350 and the 980170 score
+# summary it causes).
 #
 # Each line also gives the server core's softirq time per request (from /proc/stat, whatever
 # ran on that core): on loopback the kernel delivers each response to the client inside the
@@ -49,7 +51,7 @@ one() {
   local load=(taskset -c "$LOAD_CPU" "$HOIST" load -k -c 8 -qps "$rate"
               -H "Authorization: Bearer $token")
   [ -n "${HOST_HEADER:-}" ] && load+=(-H "Host: $HOST_HEADER")
-  local url=https://127.0.0.1:18443/1k
+  local url=https://127.0.0.1:18443/$SIZE
   "${load[@]}" -t 2s "$url" >/dev/null 2>&1   # warm-up: handshakes, the JWT cache
   local u0 s0 u1 s1 r0 r1
   read -r u0 s0 < <(awk '{print $14, $15}' /proc/$pid/stat); r0=$(run_time_ns $pid)

@@ -2,8 +2,8 @@
 # Instructions per request through the proxy, per L7 configuration, counted by valgrind
 # (callgrind): the figure `bench/filter-cost.sh` measures in CPU time, without the host's
 # noise (on a shared 2-core VM its waf/none ratio moved from 0.26 to 0.38 between
-# repetitions). The same request as filter-cost.sh: GET /1k over TLS with the RS256 token and
-# `Host: shop.example.com`, one connection, one request at a time.
+# repetitions). The same request as filter-cost.sh: GET /1k (or /$SIZE) over TLS with the
+# RS256 token and `Host: shop.example.com`, one connection, one request at a time.
 #
 #   bench/filter-instructions.sh [requests=400] [warm-up requests=50]
 #
@@ -36,7 +36,7 @@ done
 tmp=$(mktemp -d /tmp/hoist-filter-instr.XXXXXX)
 server=
 trap '[ -n "$server" ] && kill "$server" 2>/dev/null; rm -rf "$tmp"' EXIT
-url=https://127.0.0.1:18443/1k
+url=https://127.0.0.1:18443/$SIZE
 
 send() { # count: requests on one connection, one at a time; fails unless all got 200
   local out

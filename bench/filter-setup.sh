@@ -7,8 +7,11 @@ WORK=${WORK:-bench-report/work}
 CIPHER=${CIPHER:-ECDHE-RSA-AES128-GCM-SHA256}
 SERVER_CPU=${SERVER_CPU:-0}
 LOAD_CPU=${LOAD_CPU:-1}
+# The response size requested (a payload `hoist bench --prepare` writes: 1k, 10k, 100k, 500k,
+# 1m, 2m, 5m, 10m), served as text/plain: the WAF configuration inspects up to 512 KB of it.
+SIZE=${SIZE:-1k}
 [ -x "$HOIST" ] || { echo "$HOIST not found: cargo build --release -p hoist" >&2; exit 1; }
-"$HOIST" bench --prepare --out "$(dirname "$WORK")" --work-dir "$WORK" --sizes 1k \
+"$HOIST" bench --prepare --out "$(dirname "$WORK")" --work-dir "$WORK" --sizes "$SIZE" \
   --configs "${L7S// /,}" >/dev/null
 token=$(cat "$WORK/jwt/token.txt")
 

@@ -44,9 +44,12 @@ fn filters(name: &str, wd: &WorkDir, crs: Option<&Path>) -> Result<String, Strin
         "waf" => {
             let crs =
                 crs.ok_or("no OWASP Core Rule Set found (give its directory with HOIST_CRS_DIR)")?;
-            // The shape operators use for Coraza on Envoy (envoy.filters.http.wasm).
+            // The shape operators use for Coraza on Envoy (envoy.filters.http.wasm), and
+            // their directives: the recommended base configuration (request and response
+            // bodies inspected), the CRS setup, the rules.
             let directives = serde_json::json!({
                 "directives_map": {"crs": [
+                    format!("Include {}", wd.waf_base_conf().display()),
                     format!("Include {}/crs-setup.conf.example", crs.display()),
                     format!("Include {}/rules/*.conf", crs.display()),
                     "SecRuleEngine On",
@@ -146,4 +149,27 @@ pub fn crs_dir() -> Option<PathBuf> {
         .map(PathBuf::from)
         .find(|p| p.join("rules").is_dir())
         .and_then(|p| p.canonicalize().ok())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The WAF configuration starts with the base configuration `prepare` writes, so request
+    /// and response bodies are inspected as they are for operators who include Coraza's
+    /// recommended configuration.
+    #[test]
+    fn waf_directives_start_with_the_base_configuration() {
+        let wd = WorkDir {
+            root: PathBuf::from("/work/dir"),
+        };
+        let yaml = filters("waf", &wd, Some(Path::new("/crs"))).unwrap();
+        let base = yaml.find("Include /work/dir/waf/base.conf").expect(&yaml);
+        let setup = yaml
+            .find("Include /crs/crs-setup.conf.example")
+            .expect(&yaml);
+        let rules = yaml.find("Include /crs/rules/*.conf").expect(&yaml);
+        assert!(base < setup && setup < rules, "{yaml}");
+        assert!(filters("waf", &wd, None).is_err());
+    }
 }

@@ -2,7 +2,9 @@
 //!
 //! - certs/server.{crt,key}: RSA-4096 self-signed, as in the published experiment;
 //! - payloads/<size>.bin: the response bodies;
-//! - jwt/: an RS256 signing key, the JWKS the jwt_authn filter trusts, and a token for the load.
+//! - jwt/: an RS256 signing key, the JWKS the jwt_authn filter trusts, and a token for the load;
+//! - waf/base.conf: the WAF configuration's first directives (hoist-waf's conf/base.conf, what
+//!   Coraza's `@recommended-conf` is to its users).
 
 use std::fs;
 use std::io::{self, Write};
@@ -46,16 +48,27 @@ impl WorkDir {
     pub fn config(&self, name: &str) -> PathBuf {
         self.root.join(format!("configs/{name}.yaml"))
     }
+
+    pub fn waf_base_conf(&self) -> PathBuf {
+        self.root.join("waf/base.conf")
+    }
 }
+
+/// hoist-waf's base configuration: engine settings (request and response body access, their
+/// limits) and the body-processor rules CRS expects before it. Operators of Coraza on Envoy
+/// include its equivalent (`@recommended-conf`) first; without it no body is inspected.
+const WAF_BASE_CONF: &str = include_str!("../../hoist-waf/conf/base.conf");
 
 /// Creates (or completes) the work directory.
 pub fn prepare(root: &Path, sizes: &[String]) -> io::Result<WorkDir> {
-    for sub in ["certs", "payloads", "jwt", "configs"] {
+    for sub in ["certs", "payloads", "jwt", "configs", "waf"] {
         fs::create_dir_all(root.join(sub))?;
     }
     let wd = WorkDir {
         root: root.to_path_buf(),
     };
+    // Rewritten each time: it follows the binary's hoist-waf.
+    fs::write(wd.waf_base_conf(), WAF_BASE_CONF)?;
     if !wd.cert().exists() || !wd.key().exists() {
         eprintln!("hoist bench: generating an RSA-4096 certificate (a few seconds)");
         certificate(&wd)?;
@@ -154,6 +167,18 @@ fn jwt(wd: &WorkDir) -> io::Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// What the WAF configuration includes first turns body inspection on.
+    #[test]
+    fn the_waf_base_configuration_inspects_request_and_response_bodies() {
+        for line in [
+            "SecRequestBodyAccess On",
+            "SecResponseBodyAccess On",
+            "SecResponseBodyMimeType text/plain text/html text/xml",
+        ] {
+            assert!(WAF_BASE_CONF.lines().any(|l| l == line), "{line}");
+        }
+    }
 
     #[test]
     fn payload_is_exact_and_reproducible() {
