@@ -549,9 +549,10 @@ impl ValueCache {
         // The response body is scanned whatever its length: its rules' phrase lists
         // (php-errors.data's 1,831 phrases, sql-errors.data's 171...) would each search a
         // long body on their own, while one scan answers for all of them.
-        let whole = value == Val::Original && self.is_region_of(RESPONSE_BODY, region);
+        let too_long = input.len() > MAX_SCANNED_LEN
+            && !(value == Val::Original && self.is_region_of(RESPONSE_BODY, region));
         if let Some(out) = self.bits.get_mut(start..) {
-            if input.len() > MAX_SCANNED_LEN && !whole {
+            if too_long {
                 // Every bit set: "may match", so every rule runs its own operator.
                 out.fill(u64::MAX);
             } else {
