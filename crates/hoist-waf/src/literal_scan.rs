@@ -17,10 +17,12 @@
 const QUAD_FILTER_LOG2: u32 = 17;
 /// u64 words of the four-byte filter.
 const QUAD_WORDS: usize = 1 << (QUAD_FILTER_LOG2 - 6);
+/// u64 words of the two-byte table: two bits per two-byte value.
+const LEAD_WORDS: usize = 1 << (16 - 5);
 /// In the two-byte table: a literal of two or three bytes starts with the pair.
-const SHORT: u8 = 1;
+const SHORT: u64 = 1;
 /// In the two-byte table: a literal of four or more bytes starts with the pair.
-const LONG: u8 = 2;
+const LONG: u64 = 2;
 
 /// A literal that occurs is reported at every position it starts at (as Aho-Corasick's
 /// overlapping search would); ids are indexes into the slice `new` was given.
@@ -37,12 +39,10 @@ pub(crate) struct LiteralScan {
     quad_filter: Box<[u64; QUAD_WORDS]>,
     /// Literals of two or three bytes, by their first two.
     pairs: Table,
-    /// Per two-byte value (as a little-endian u16), a byte: `SHORT` when it is a key of
-    /// `pairs`, `LONG` when a key of `quads` starts with it. Most positions of a value
-    /// start no literal of either kind, and one load says so before the four-byte filter
-    /// is hashed into. A byte per pair (64 KB) rather than two bits (16 KB): picking two
-    /// bits out of a word took four more instructions per position.
-    leads: Box<[u8; 1 << 16]>,
+    /// Per two-byte value (as u16), two bits: `SHORT` when it is a key of `pairs`, `LONG`
+    /// when a key of `quads` starts with it. Most positions of a value start no literal
+    /// of either kind, and one load says so before the four-byte filter is hashed into.
+    leads: Box<[u64; LEAD_WORDS]>,
     /// One-byte literals: (byte, id), sorted; `single_filter` has a bit per byte.
     singles: Vec<(u8, u32)>,
     single_filter: [u64; 4],
@@ -125,10 +125,10 @@ impl LiteralScan {
         let mut quads = std::collections::BTreeMap::<u32, Vec<u32>>::new();
         let mut pairs = std::collections::BTreeMap::<u32, Vec<u32>>::new();
         let mut quad_filter = Box::new([0u64; QUAD_WORDS]);
-        let mut leads = Box::new([0u8; 1 << 16]);
-        let mut lead = |pair: u32, kind: u8| {
-            if let Some(l) = leads.get_mut(pair as usize) {
-                *l |= kind;
+        let mut leads = Box::new([0u64; LEAD_WORDS]);
+        let mut lead = |pair: u32, kind: u64| {
+            if let Some(w) = leads.get_mut(pair as usize / 32) {
+                *w |= kind << (2 * (pair % 32));
             }
         };
         let mut singles = Vec::new();
@@ -223,7 +223,7 @@ impl LiteralScan {
             };
             let quad = u32::from_le_bytes(bytes);
             let pair = quad as u16;
-            let lead = self.leads[usize::from(pair)];
+            let lead = self.leads[usize::from(pair) / 32 % LEAD_WORDS] >> (2 * (pair % 32));
             if lead & (SHORT | LONG) == 0 {
                 continue;
             }
