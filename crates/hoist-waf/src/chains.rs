@@ -30,7 +30,15 @@ pub struct Chains {
     /// Per node, the nodes from the root to it (both included): the values a multiMatch
     /// rule tests.
     paths: Vec<Vec<ChainId>>,
+    /// Per node, its transformations packed (`packed_steps`).
+    packed: Vec<Option<u64>>,
 }
+
+/// Bits per transformation in `Chains::packed_steps` (each stored as its index + 1), and
+/// most transformations a packed chain holds; the count is in the top four bits.
+pub const STEP_BITS: u32 = 6;
+pub const MAX_PACKED_STEPS: u64 = 9;
+const COUNT_SHIFT: u32 = 60;
 
 impl Default for Chains {
     fn default() -> Self {
@@ -42,6 +50,7 @@ impl Default for Chains {
                 mask: 0,
             }],
             paths: vec![vec![EMPTY_CHAIN]],
+            packed: vec![Some(0)],
         }
     }
 }
@@ -71,6 +80,14 @@ impl Chains {
                     let mut path = self.paths[at as usize].clone();
                     path.push(id);
                     self.paths.push(path);
+                    let packed = self.packed[at as usize]
+                        .filter(|&p| p >> COUNT_SHIFT < MAX_PACKED_STEPS)
+                        .map(|p| {
+                            let count = (p >> COUNT_SHIFT) + 1;
+                            let steps = p & ((1 << COUNT_SHIFT) - 1);
+                            (steps << STEP_BITS | (t as u64 + 1)) | count << COUNT_SHIFT
+                        });
+                    self.packed.push(packed);
                     id
                 }
             };
@@ -85,6 +102,13 @@ impl Chains {
 
     pub fn node(&self, id: ChainId) -> ChainNode {
         self.nodes[id as usize]
+    }
+
+    /// Chain `id`'s transformations in one word: each one's index + 1 in `STEP_BITS` bits,
+    /// the first in the highest, and their number in the top four bits; `None` for chains
+    /// of more than `MAX_PACKED_STEPS`. Equal words, equal chains.
+    pub fn packed_steps(&self, id: ChainId) -> Option<u64> {
+        self.packed.get(id as usize).copied().flatten()
     }
 
     /// The root, each prefix of chain `id`, and `id` itself.

@@ -200,6 +200,9 @@ pub(crate) struct GateCache {
     groups_open: u32,
     /// Per byte target id (see `byte_summary`), the bytes its values hold, once computed.
     pub(crate) byte_sets: Vec<Option<crate::reach::ByteSet>>,
+    /// The unions computed under chains that transform some value: (target id, the chain's
+    /// steps from the first that changes some value, `reduced_chain`) -> start in `bits`.
+    reduced: ReducedUnions,
 }
 
 /// What the values of one target have in common, so that a union under a chain that
@@ -226,6 +229,7 @@ impl GateCache {
         self.groups_known = 0;
         self.groups_open = 0;
         self.byte_sets.clear();
+        self.reduced.clear();
     }
 
     /// What `Transaction::group_may_match` found for `group` since the values last changed.
@@ -381,12 +385,14 @@ impl Transaction {
         let mut cache = self.values.take().unwrap_or_default();
         let mut bits = std::mem::take(&mut self.gate_cache.bits);
         let mut targets = std::mem::take(&mut self.gate_cache.targets);
+        let mut reduced = std::mem::take(&mut self.gate_cache.reduced);
         #[cfg(feature = "rule-profile")]
         crate::rule_profile::count_union();
-        let start = self.compute_union(gi, &mut cache, &mut bits, &mut targets);
+        let start = self.compute_union(gi, &mut cache, &mut bits, &mut targets, &mut reduced);
         self.values = Some(cache);
         self.gate_cache.bits = bits;
         self.gate_cache.targets = targets;
+        self.gate_cache.reduced = reduced;
         let start = start?;
         if self.gate_cache.at.len() <= gi {
             self.gate_cache.at.resize(gi + 1, 0);
@@ -406,6 +412,7 @@ impl Transaction {
         cache: &mut ValueCache,
         bits: &mut Vec<u64>,
         targets: &mut Vec<Option<TargetSummary>>,
+        reduced_unions: &mut ReducedUnions,
     ) -> Option<usize> {
         let rules = &self.rules;
         let key = *rules.gate_keys.get(gi)?;
@@ -442,6 +449,19 @@ impl Transaction {
             return Some(hits);
         }
         let def = rules.gates.get(gi)?;
+        // Chains that differ only by leading steps which change no value of the target
+        // (`t:urlDecodeUni,t:removeWhitespace` and `t:utf8toUnicode,...,t:removeNulls,
+        // t:removeWhitespace` on form fields of plain words) give every value the same
+        // buffer, hence the same union: computed once.
+        let reduced = rules
+            .chains
+            .packed_steps(def.chain)
+            .map(|steps| (key.target_id, reduced_chain(steps, summary.keeping)));
+        if let Some(r) = reduced {
+            if let Some(&(_, start)) = reduced_unions.iter().find(|(k, _)| *k == r) {
+                return Some(start);
+            }
+        }
         let items = match collected {
             Some(items) => items,
             None => {
@@ -476,8 +496,44 @@ impl Transaction {
         if !known {
             bits.get_mut(start..).unwrap_or_default().fill(u64::MAX);
         }
+        if let Some(r) = reduced {
+            reduced_unions.push((r, start));
+        }
         Some(start)
     }
+}
+
+/// Transformations that may change a value's case: a hit-keeping bit (see `hit_keeping`)
+/// means "no change" for every other one.
+const CASE_CHANGING: u64 = crate::transforms::Transform::Lowercase.bit()
+    | crate::transforms::Transform::Uppercase.bit()
+    | crate::transforms::Transform::CmdLine.bit();
+
+/// Unions by (target id, `reduced_chain`), with the start of each in `GateCache::bits`: a
+/// few dozen per transaction, searched in order (a hash map cost more).
+type ReducedUnions = Vec<((u32, u64), usize)>;
+
+/// A chain's `Chains::packed_steps` without its leading steps that change no value (their
+/// bits in `keeping`, the AND of the target's values' hit-keeping masks, case changes aside).
+/// Steps after the first one that changes something stay, whatever they are: that one's
+/// output is another value, which they may change.
+fn reduced_chain(packed: u64, keeping: u64) -> u64 {
+    use crate::chains::STEP_BITS;
+    let unchanged = keeping & !CASE_CHANGING;
+    let mut count = packed >> 60;
+    let steps = packed & ((1 << 60) - 1);
+    while count > 0 {
+        // The first remaining step: its transformation's index + 1.
+        let first = (steps >> (STEP_BITS as u64 * (count - 1))) & ((1 << STEP_BITS) - 1);
+        let bit = 1u64
+            .checked_shl(first.saturating_sub(1) as u32)
+            .unwrap_or(0);
+        if unchanged & bit == 0 {
+            break;
+        }
+        count -= 1;
+    }
+    steps & ((1 << (STEP_BITS as u64 * count)) - 1) | count << 60
 }
 
 /// The `TargetSummary` of a target's values; their own hits are ORed into new room at the
@@ -525,5 +581,51 @@ fn summarize(
     TargetSummary {
         keeping,
         hits: Some(start),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::reduced_chain;
+    use crate::chains::Chains;
+    use crate::transforms::Transform::{self, *};
+
+    fn key(chains: &mut Chains, steps: &[Transform], keeping: u64) -> u64 {
+        let id = chains.intern(steps);
+        reduced_chain(chains.packed_steps(id).unwrap_or(u64::MAX), keeping)
+    }
+
+    /// Leading steps that change no value drop out of a chain's key; a step that changes
+    /// some value, every step after it, and case changes never do.
+    #[test]
+    fn reduced_chains_drop_only_leading_steps_that_change_no_value() {
+        let mut c = Chains::default();
+        let noop = UrlDecodeUni.bit() | HtmlEntityDecode.bit() | Lowercase.bit();
+        let ws = key(&mut c, &[RemoveWhitespace], noop);
+        assert_eq!(key(&mut c, &[UrlDecodeUni, RemoveWhitespace], noop), ws);
+        assert_eq!(
+            key(
+                &mut c,
+                &[HtmlEntityDecode, UrlDecodeUni, RemoveWhitespace],
+                noop
+            ),
+            ws
+        );
+        // HtmlEntityDecode changes some value: its chain keeps its own union.
+        let entities_change = noop & !HtmlEntityDecode.bit();
+        assert_ne!(
+            key(
+                &mut c,
+                &[HtmlEntityDecode, RemoveWhitespace],
+                entities_change
+            ),
+            key(&mut c, &[RemoveWhitespace], entities_change)
+        );
+        // After the first step that changes something, nothing is dropped.
+        assert_ne!(key(&mut c, &[RemoveWhitespace, UrlDecodeUni], noop), ws);
+        // Lowercase changes case, which later steps may read (`cmdLine`...): kept.
+        assert_ne!(key(&mut c, &[Lowercase, RemoveWhitespace], noop), ws);
+        // Different remaining steps, different keys.
+        assert_ne!(key(&mut c, &[UrlDecodeUni, CompressWhitespace], noop), ws);
     }
 }

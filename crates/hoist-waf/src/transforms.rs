@@ -118,7 +118,7 @@ impl Transform {
     }
 
     /// This transformation's bit in a mask of transformations.
-    pub fn bit(self) -> u64 {
+    pub const fn bit(self) -> u64 {
         1 << (self as u32)
     }
 

@@ -414,6 +414,30 @@ SecRule ARGS|REQUEST_HEADERS "@rx attack" "id:2,phase:1,pass,nolog,t:none,setvar
     assert_eq!(run("/?q=1", b"hay"), (None, None));
 }
 
+/// Gates on one target whose chains differ only by leading steps that change none of its
+/// values share one union (`gates::reduced_chain`); a step that changes some value keeps its
+/// chain's union apart, so the rule behind it still sees what that step makes.
+#[test]
+fn chains_differing_by_steps_that_change_no_value_share_a_union() {
+    let r = rules(
+        r#"
+SecRule ARGS "@rx xy" "id:1,phase:1,pass,nolog,t:none,t:urlDecodeUni,t:removeWhitespace,setvar:tx.one=%{matched_var_name}"
+SecRule ARGS "@rx ab" "id:2,phase:1,pass,nolog,t:none,t:htmlEntityDecode,t:removeWhitespace,setvar:tx.two=%{matched_var_name}"
+"#,
+    );
+    let run = |uri: &str| {
+        let tx = get(&r, uri);
+        (tx_var(&tx, "one"), tx_var(&tx, "two"))
+    };
+    let hit = |s: &str| Some(s.to_string());
+    // Nothing for either decoder: one union serves both rules and holds both literals.
+    assert_eq!(run("/?p=x+y&q=a+b"), (hit("ARGS:p"), hit("ARGS:q")));
+    // `a&#98;` is `ab` only after htmlEntityDecode, which the first chain does not have.
+    assert_eq!(run("/?p=x+y&q=a%26%2398;"), (hit("ARGS:p"), hit("ARGS:q")));
+    assert_eq!(run("/?p=a%26%2398;"), (None, hit("ARGS:p")));
+    assert_eq!(run("/?p=x+y%26%2398;"), (hit("ARGS:p"), None));
+}
+
 #[test]
 fn gated_rule_still_honours_exclusions_and_later_members() {
     let r = rules(
