@@ -36,6 +36,9 @@ pub(crate) fn detect(input: &[u8]) -> Option<Fingerprint> {
     if input.is_empty() {
         return None;
     }
+    if let Some(kind) = tokenizer::lone_word_kind(input) {
+        return lone_word(input, kind);
+    }
     let (hit, wants_mysql) = reading(input, 0, false);
     if hit.is_some() {
         return hit;
@@ -64,6 +67,20 @@ pub(crate) fn detect(input: &[u8]) -> Option<Fingerprint> {
         }
     }
     None
+}
+
+/// The verdict on a value that is one word (a form field's name, a plain value): a single
+/// token of that word's kind, which folding leaves alone or, as it does any leading SQL
+/// type, comment, `(` or unary `NOT`, drops; with no quote and no comment there is no other
+/// reading, and one token is never whitelisted. So: its kind, if that is blacklisted.
+fn lone_word(word: &[u8], kind: u8) -> Option<Fingerprint> {
+    use token::kind::{COMMENT, LPAREN, OPERATOR, SQLTYPE};
+    if matches!(kind, COMMENT | LPAREN | SQLTYPE)
+        || (kind == OPERATOR && word.eq_ignore_ascii_case(b"not"))
+    {
+        return None;
+    }
+    keywords::is_blacklisted(&[kind]).then(|| Fingerprint::one(kind))
 }
 
 /// One reading: its fingerprint when it is an injection, and whether the input had comments

@@ -91,6 +91,51 @@ fn every_keyword_alone_and_in_punctuation() {
     );
 }
 
+/// Values of one word (`detect`'s shortcut past folding): every keyword in three cases,
+/// `_`-joined and digit-suffixed keywords, and random words of letters, digits and `_` up to
+/// past the 31 bytes a token keeps. Checks that the shortcut took most of them.
+#[test]
+fn lone_words() {
+    let mut inputs: Vec<Vec<u8>> = Vec::new();
+    for w in words() {
+        let mixed: String = w
+            .chars()
+            .enumerate()
+            .map(|(i, c)| {
+                if i % 2 == 0 {
+                    c.to_ascii_lowercase()
+                } else {
+                    c
+                }
+            })
+            .collect();
+        for v in [w.to_string(), w.to_ascii_lowercase(), mixed] {
+            inputs.push(format!("{v}_x").into_bytes());
+            inputs.push(format!("{v}1").into_bytes());
+            inputs.push(v.into_bytes());
+        }
+    }
+    let alphabet: Vec<u8> = (b'a'..=b'z')
+        .chain(b'A'..=b'Z')
+        .chain(b'0'..=b'9')
+        .chain([b'_'])
+        .collect();
+    let mut rng = Rng(0x5eed_0005);
+    for _ in 0..100_000 {
+        let len = 1 + rng.below(40);
+        inputs.push((0..len).map(|_| rng.pick(&alphabet)).collect());
+    }
+    let shortcut = inputs
+        .iter()
+        .filter(|i| super::tokenizer::lone_word_kind(i).is_some())
+        .count();
+    let (total, _) = compare(inputs);
+    assert!(
+        shortcut * 2 > total,
+        "{shortcut} of {total} took the shortcut"
+    );
+}
+
 #[test]
 fn keyword_pairs() {
     let words = words();

@@ -132,6 +132,29 @@ fn is_in(set: &[bool; 256], b: u8) -> bool {
     set.get(usize::from(b)).copied().unwrap_or(false)
 }
 
+/// The kind of the one token `input` is read as when it is one plain word: its first byte
+/// starts a word (not a digit, nor `b e n q u x`, which may start a string or a number) and
+/// every byte is an ASCII letter, digit or `_` (none ends or splits a word). `None` for any
+/// other input.
+pub(super) fn lone_word_kind(input: &[u8]) -> Option<u8> {
+    let first = *input.first()?;
+    if !matches!(CLASSES.get(usize::from(first)), Some(Class::Word)) {
+        return None;
+    }
+    if !input
+        .iter()
+        .all(|&b| b.is_ascii_alphanumeric() || b == b'_')
+    {
+        return None;
+    }
+    // As `Tokenizer::word`: words too long for a token are not looked up.
+    Some(if input.len() <= super::token::MAX_TEXT {
+        lookup(input)
+    } else {
+        kind::BAREWORD
+    })
+}
+
 /// Which SQL dialect and starting context a pass reads the input in.
 #[derive(Clone, Copy)]
 pub(super) struct Context {

@@ -36,6 +36,13 @@ impl Fingerprint {
         fp
     }
 
+    /// The fingerprint of one token of kind `kind`.
+    pub(super) fn one(kind: u8) -> Fingerprint {
+        let mut bytes = [0; 8];
+        bytes[0] = kind;
+        Fingerprint { bytes, len: 1 }
+    }
+
     pub(crate) fn as_bytes(&self) -> &[u8] {
         self.bytes.get(..self.len).unwrap_or(&[])
     }
