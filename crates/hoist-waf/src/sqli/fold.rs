@@ -127,9 +127,10 @@ fn merge(a: &Token, b: &Token) -> Option<Token> {
 }
 
 impl<'a> Folded<'a> {
-    pub fn new(input: &'a [u8], context: Context) -> Folded<'a> {
+    /// `padded`: as `Tokenizer::new` takes it.
+    pub fn new(input: &'a [u8], padded: &'a [u8], context: Context) -> Folded<'a> {
         Folded {
-            lexer: Tokenizer::new(input, context),
+            lexer: Tokenizer::new(input, padded, context),
             tokens: [Token::NONE; SLOTS],
             count: 0,
             tokens_seen: 0,
@@ -170,21 +171,24 @@ impl<'a> Folded<'a> {
     /// Reads tokens until the window holds `want` (or the input ends, or six are held).
     /// Comments are kept aside, not in the window.
     fn fill(&mut self, want: usize) {
+        let mut spare = Token::NONE;
         while self.more && self.pos <= MAX_TOKENS && self.width() < want {
-            match self.lexer.next_token() {
-                Some(t) => {
-                    self.tokens_seen += 1;
-                    if t.kind == kind::COMMENT {
-                        self.last_comment = Some(t);
-                    } else {
-                        self.last_comment = None;
-                        if let Some(slot) = self.tokens.get_mut(self.pos) {
-                            *slot = t;
-                        }
-                        self.pos += 1;
-                    }
-                }
-                None => self.more = false,
+            // Read in place, into the slot after the window (a comment read there is set
+            // aside and the slot read into again).
+            let slot = match self.tokens.get_mut(self.pos) {
+                Some(slot) => slot,
+                None => &mut spare,
+            };
+            if !self.lexer.next_token(slot) {
+                self.more = false;
+                continue;
+            }
+            self.tokens_seen += 1;
+            if slot.kind == kind::COMMENT {
+                self.last_comment = Some(*slot);
+            } else {
+                self.last_comment = None;
+                self.pos += 1;
             }
         }
     }
@@ -192,11 +196,11 @@ impl<'a> Folded<'a> {
     pub fn run(&mut self) {
         // Leading comments, `(`, SQL types and unary operators say nothing: skip them.
         loop {
-            let Some(t) = self.lexer.next_token() else {
+            if !self.lexer.next_token(&mut self.tokens[0]) {
                 return self.finish(0, true);
-            };
+            }
             self.tokens_seen += 1;
-            self.tokens[0] = t;
+            let t = &self.tokens[0];
             let skip =
                 matches!(t.kind, kind::COMMENT | kind::LPAREN | kind::SQLTYPE) || t.is_unary();
             if !skip {

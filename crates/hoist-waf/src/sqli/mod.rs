@@ -30,6 +30,10 @@ pub(crate) use verdict::Fingerprint;
 
 use tokenizer::Context;
 
+/// Inputs up to this long are copied next to `MAX_TEXT` spare bytes for the tokenizer (on
+/// the stack); longer ones are read as they are.
+pub(super) const PADDED_INPUT: usize = 256;
+
 /// libinjection's `libinjection_is_sqli`: the fingerprint of the first reading of `input`
 /// that is an injection, or `None`.
 pub(crate) fn detect(input: &[u8]) -> Option<Fingerprint> {
@@ -39,30 +43,40 @@ pub(crate) fn detect(input: &[u8]) -> Option<Fingerprint> {
     if let Some(kind) = tokenizer::lone_word_kind(input) {
         return lone_word(input, kind);
     }
-    let (hit, wants_mysql) = reading(input, 0, false);
+    // The input with room after it, for the tokenizer's fixed-size copies.
+    let mut room = [0u8; PADDED_INPUT + token::MAX_TEXT];
+    let padded = match room.get_mut(..input.len()) {
+        Some(head) => {
+            head.copy_from_slice(input);
+            room.get(..input.len() + token::MAX_TEXT).unwrap_or(input)
+        }
+        None => input,
+    };
+    let reading = |quote, mysql| reading(input, padded, quote, mysql);
+    let (hit, wants_mysql) = reading(0, false);
     if hit.is_some() {
         return hit;
     }
     if wants_mysql {
-        if let (Some(fp), _) = reading(input, 0, true) {
+        if let (Some(fp), _) = reading(0, true) {
             return Some(fp);
         }
     }
     // Most values hold no quote at all: one scan says so for both.
     memchr::memchr2(b'\'', b'"', input)?;
     if memchr::memchr(b'\'', input).is_some() {
-        let (hit, wants_mysql) = reading(input, b'\'', false);
+        let (hit, wants_mysql) = reading(b'\'', false);
         if hit.is_some() {
             return hit;
         }
         if wants_mysql {
-            if let (Some(fp), _) = reading(input, b'\'', true) {
+            if let (Some(fp), _) = reading(b'\'', true) {
                 return Some(fp);
             }
         }
     }
     if memchr::memchr(b'"', input).is_some() {
-        if let (Some(fp), _) = reading(input, b'"', true) {
+        if let (Some(fp), _) = reading(b'"', true) {
             return Some(fp);
         }
     }
@@ -85,8 +99,8 @@ fn lone_word(word: &[u8], kind: u8) -> Option<Fingerprint> {
 
 /// One reading: its fingerprint when it is an injection, and whether the input had comments
 /// that MySQL reads differently.
-fn reading(input: &[u8], quote: u8, mysql: bool) -> (Option<Fingerprint>, bool) {
-    let mut folded = fold::Folded::new(input, Context { quote, mysql });
+fn reading(input: &[u8], padded: &[u8], quote: u8, mysql: bool) -> (Option<Fingerprint>, bool) {
+    let mut folded = fold::Folded::new(input, padded, Context { quote, mysql });
     folded.run();
     let fp = Fingerprint::of(&folded);
     let hit = verdict::is_injection(input, &fp, &folded).then_some(fp);

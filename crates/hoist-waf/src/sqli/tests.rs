@@ -136,6 +136,40 @@ fn lone_words() {
     );
 }
 
+/// Inputs around the length up to which `detect` copies the input next to spare bytes for
+/// the tokenizer (`PADDED_INPUT`), with tokens ending at the input's end (whose text is
+/// then copied from the spare bytes, or not).
+#[test]
+fn inputs_around_the_padded_length() {
+    let tails = [
+        " 1 union select 1",
+        "' or '1'='1",
+        " and 1=1 --",
+        " foo",
+        "1",
+        " /* x",
+        "\"a",
+        " @@version",
+        " 0x1f",
+        " `x`",
+    ];
+    let mut inputs = Vec::new();
+    for len in super::PADDED_INPUT - 40..super::PADDED_INPUT + 40 {
+        for (i, tail) in tails.iter().enumerate() {
+            let fill = ["x", "a b ", "1 ", "'", "ab_cd "][i % 5];
+            let mut v = fill.repeat(len / fill.len() + 1).into_bytes();
+            v.truncate(len.saturating_sub(tail.len()));
+            v.extend_from_slice(tail.as_bytes());
+            inputs.push(v);
+        }
+    }
+    let (total, hits) = compare(inputs);
+    assert!(
+        hits > 0 && hits < total,
+        "{total} inputs, {hits} injections"
+    );
+}
+
 #[test]
 fn keyword_pairs() {
     let words = words();

@@ -74,6 +74,7 @@ impl Token {
     /// A token of `kind` whose text is `input[from..to]` (cut to `MAX_TEXT` bytes). When
     /// the input has `MAX_TEXT` bytes from `from`, they are copied as a fixed-size block
     /// (a few vector moves rather than a `memcpy` call); only `len` of them count.
+    #[inline(always)]
     pub fn from_input(kind: u8, input: &[u8], from: usize, to: usize) -> Token {
         let len = to.saturating_sub(from).min(MAX_TEXT);
         match input.get(from..).and_then(|rest| rest.get(..MAX_TEXT)) {
