@@ -61,34 +61,21 @@ impl Token {
         text: [0; MAX_TEXT],
     };
 
-    /// A token of `kind` whose text is `text`, cut to `MAX_TEXT` bytes.
-    pub fn new(kind: u8, text: &[u8]) -> Token {
-        let mut t = Token {
-            kind,
-            ..Token::NONE
-        };
-        t.set_text(text);
-        t
-    }
-
-    /// A token of `kind` whose text is `input[from..to]` (cut to `MAX_TEXT` bytes). When
-    /// the input has `MAX_TEXT` bytes from `from`, they are copied as a fixed-size block
-    /// (a few vector moves rather than a `memcpy` call); only `len` of them count.
-    #[inline(always)]
-    pub fn from_input(kind: u8, input: &[u8], from: usize, to: usize) -> Token {
-        let len = to.saturating_sub(from).min(MAX_TEXT);
+    /// Makes this a token of `kind` whose text is `input[from..to]` (cut to `MAX_TEXT`
+    /// bytes), quotes cleared. When the input has `MAX_TEXT` bytes from `from`, they are
+    /// copied as a fixed-size block (a few vector moves rather than a `memcpy` call); only
+    /// `len` of them count.
+    pub fn set_from_input(&mut self, kind: u8, input: &[u8], from: usize, to: usize) {
+        self.kind = kind;
+        self.open = 0;
+        self.close = 0;
         match input.get(from..).and_then(|rest| rest.get(..MAX_TEXT)) {
             Some(block) if to <= input.len() => {
-                let mut t = Token {
-                    kind,
-                    ..Token::NONE
-                };
-                t.text.copy_from_slice(block);
-                // `len` is at most 31.
-                t.len = len as u8;
-                t
+                self.text.copy_from_slice(block);
+                // At most 31.
+                self.len = to.saturating_sub(from).min(MAX_TEXT) as u8;
             }
-            _ => Token::new(kind, input.get(from..to).unwrap_or(&[])),
+            _ => self.set_text(input.get(from..to).unwrap_or(&[])),
         }
     }
 

@@ -155,6 +155,16 @@ pub(super) fn lone_word_kind(input: &[u8]) -> Option<u8> {
     })
 }
 
+/// A token as the tokenizer finds it: its kind, where its text is in the input, and its
+/// quotes; `Tokenizer::write` makes the `Token` in place.
+struct Span {
+    kind: u8,
+    from: usize,
+    to: usize,
+    open: u8,
+    close: u8,
+}
+
 /// Which SQL dialect and starting context a pass reads the input in.
 #[derive(Clone, Copy)]
 pub(super) struct Context {
@@ -191,9 +201,27 @@ impl<'a> Tokenizer<'a> {
     }
 
     /// A token of `kind` whose text is `input[from..to]`.
-    #[inline(always)]
-    fn make(&self, kind: u8, from: usize, to: usize) -> Token {
-        Token::from_input(kind, self.padded, from, to)
+    fn make(&self, kind: u8, from: usize, to: usize) -> Span {
+        Span {
+            kind,
+            from,
+            to,
+            open: 0,
+            close: 0,
+        }
+    }
+
+    /// The text a token of `span` keeps (at most `MAX_TEXT` bytes).
+    fn text(&self, span: &Span) -> &'a [u8] {
+        let to = span.to.min(span.from + super::token::MAX_TEXT);
+        self.slice(span.from, to)
+    }
+
+    /// Writes the token of `span` into `out`, field by field.
+    fn write(&self, span: &Span, out: &mut Token) {
+        out.set_from_input(span.kind, self.padded, span.from, span.to);
+        out.open = span.open;
+        out.close = span.close;
     }
 
     fn slice(&self, from: usize, to: usize) -> &'a [u8] {
@@ -207,8 +235,9 @@ impl<'a> Tokenizer<'a> {
     pub fn next_token(&mut self, out: &mut Token) -> bool {
         if self.pos == 0 && self.context.quote != 0 && !self.input.is_empty() {
             // The input continues a string: its first token is that string's rest.
-            *out = self.string(0, self.context.quote);
-            out.open = 0;
+            let mut t = self.string(0, self.context.quote);
+            t.open = 0;
+            self.write(&t, out);
             return true;
         }
         while let Some(b) = self.at(self.pos) {
@@ -224,7 +253,7 @@ impl<'a> Tokenizer<'a> {
     /// moves past it; false for whitespace, which is skipped.
     fn token(&mut self, class: Class, b: u8, out: &mut Token) -> bool {
         let pos = self.pos;
-        *out = match class {
+        let span = match class {
             Class::White => {
                 self.pos = pos + 1;
                 return false;
@@ -284,11 +313,12 @@ impl<'a> Tokenizer<'a> {
             Class::Tick => self.backticked(pos + 1),
             Class::Other => self.single(kind::UNKNOWN),
         };
+        self.write(&span, out);
         true
     }
 
     /// A one-byte token of `kind`.
-    fn single(&mut self, kind: u8) -> Token {
+    fn single(&mut self, kind: u8) -> Span {
         let pos = self.pos;
         self.pos = pos + 1;
         self.make(kind, pos, pos + 1)
@@ -296,7 +326,7 @@ impl<'a> Tokenizer<'a> {
 
     /// An operator of up to three bytes: `<=>`, a two-byte operator on libinjection's list
     /// (`<=`, `||`, `&&`, ...), else one byte (`:` alone is a colon, unless it ends the input).
-    fn operator(&mut self) -> Token {
+    fn operator(&mut self) -> Span {
         let pos = self.pos;
         let len = self.input.len();
         if pos + 1 >= len {
@@ -304,7 +334,7 @@ impl<'a> Tokenizer<'a> {
         }
         if self.slice(pos, pos + 3) == b"<=>" {
             self.pos = pos + 3;
-            return Token::new(kind::OPERATOR, b"<=>");
+            return self.make(kind::OPERATOR, pos, pos + 3);
         }
         match lookup_within(self.slice(pos, self.input.len()), 2) {
             kind::BAREWORD => {}
@@ -327,7 +357,7 @@ impl<'a> Tokenizer<'a> {
 
     /// `-`: an operator, or `--` a comment to the end of the line. `--` followed by a
     /// non-space is a comment only in ANSI; MySQL reads two minus signs.
-    fn dash(&mut self) -> Token {
+    fn dash(&mut self) -> Span {
         let pos = self.pos;
         if self.at(pos + 1) != Some(b'-') {
             return self.single(kind::OPERATOR);
@@ -347,7 +377,7 @@ impl<'a> Tokenizer<'a> {
     }
 
     /// A comment from here to the end of the line (the newline is consumed, not kept).
-    fn line_comment(&mut self) -> Token {
+    fn line_comment(&mut self) -> Span {
         let pos = self.pos;
         let rest = self.slice(pos, self.input.len());
         let (end, next) = match memchr::memchr(b'\n', rest) {
@@ -361,7 +391,7 @@ impl<'a> Tokenizer<'a> {
     /// `/* ... */` (or to the end when unclosed). Two forms are evil, i.e. an injection
     /// whatever follows: MySQL's executable `/*!`, and a nested `/*` (as libinjection finds
     /// it: searching up to and including the closing `*`).
-    fn block_comment(&mut self) -> Token {
+    fn block_comment(&mut self) -> Span {
         let pos = self.pos;
         let len = self.input.len();
         let body = self.slice(pos + 2, len);
@@ -377,7 +407,7 @@ impl<'a> Tokenizer<'a> {
 
     /// A string whose text starts at `start`, up to an unescaped `delim` (escaped by a
     /// backslash, odd-counted, or by doubling); unclosed, it runs to the end.
-    fn string(&mut self, start: usize, delim: u8) -> Token {
+    fn string(&mut self, start: usize, delim: u8) -> Span {
         let len = self.input.len();
         let mut from = start;
         loop {
@@ -412,9 +442,9 @@ impl<'a> Tokenizer<'a> {
     }
 
     /// `` `name` ``: a bareword, or a function when the name is one.
-    fn backticked(&mut self, start: usize) -> Token {
+    fn backticked(&mut self, start: usize) -> Span {
         let mut t = self.string(start, b'`');
-        t.kind = if lookup(t.text()) == kind::FUNCTION {
+        t.kind = if lookup(self.text(&t)) == kind::FUNCTION {
             kind::FUNCTION
         } else {
             kind::BAREWORD
@@ -424,7 +454,7 @@ impl<'a> Tokenizer<'a> {
 
     /// `@name` and `@@name` (the text keeps the `@`s), `@'name'`, `@"name"` and
     /// `` @`name` `` (the text is the name).
-    fn variable(&mut self) -> Token {
+    fn variable(&mut self) -> Span {
         let pos = self.pos;
         let mut name = pos + 1;
         if self.at(name) == Some(b'@') {
@@ -446,7 +476,7 @@ impl<'a> Tokenizer<'a> {
 
     /// `$`: money (`$1,000.00`, a number), a PostgreSQL dollar-quoted string (`$$...$$`,
     /// `$tag$...$tag$`), or a lone `$` bareword.
-    fn dollar(&mut self) -> Token {
+    fn dollar(&mut self) -> Span {
         let pos = self.pos;
         let len = self.input.len();
         if pos + 1 == len {
@@ -476,7 +506,7 @@ impl<'a> Tokenizer<'a> {
     }
 
     /// The string from `start` to `delimiter` (or the end).
-    fn dollar_string(&mut self, start: usize, delimiter: &[u8]) -> Token {
+    fn dollar_string(&mut self, start: usize, delimiter: &[u8]) -> Span {
         let len = self.input.len();
         let body = self.slice(start, len);
         let mut t = match memchr::memmem::find(body, delimiter) {
@@ -498,7 +528,7 @@ impl<'a> Tokenizer<'a> {
     /// A number: `0x1f`, `0b01`, `12`, `1.5`, `.5`, `1.`, `1e5`, `1e-5`, and Oracle's `1f`/`1d`
     /// suffix. `0x`/`0b` without digits, and an exponent without digits (`1e`), are
     /// barewords; `.` alone is a dot.
-    fn number(&mut self) -> Token {
+    fn number(&mut self) -> Span {
         let pos = self.pos;
         let len = self.input.len();
         if self.at(pos) == Some(b'0') {
@@ -530,7 +560,7 @@ impl<'a> Tokenizer<'a> {
             end = digits_from(end + 1);
             if end == pos + 1 {
                 self.pos = end;
-                return Token::new(kind::DOT, b".");
+                return self.make(kind::DOT, pos, pos + 1);
             }
         }
         let mut bad_exponent = false;
@@ -563,8 +593,7 @@ impl<'a> Tokenizer<'a> {
 
     /// A word: a keyword (its kind from the list) or a bareword. A keyword followed by `.` or
     /// `` ` `` inside the word is a token of its own (`union.x`).
-    #[inline(always)]
-    fn word(&mut self) -> Token {
+    fn word(&mut self) -> Span {
         let pos = self.pos;
         let rest = self.slice(pos, self.input.len());
         let mut len = rest.len();
@@ -605,7 +634,7 @@ impl<'a> Tokenizer<'a> {
 
     /// `b'0101'` and `x'1f'`: a number when only `digit` bytes are between the quotes, else
     /// the letter starts a word.
-    fn literal_number(&mut self, digit: fn(u8) -> bool) -> Token {
+    fn literal_number(&mut self, digit: fn(u8) -> bool) -> Span {
         let pos = self.pos;
         let len = self.input.len();
         if pos + 2 >= len || self.at(pos + 1) != Some(b'\'') {
@@ -626,7 +655,7 @@ impl<'a> Tokenizer<'a> {
     }
 
     /// `e'...'` and `n'...'`: a string after a one-letter prefix, else a word.
-    fn prefixed_string(&mut self) -> Token {
+    fn prefixed_string(&mut self) -> Span {
         let pos = self.pos;
         if pos + 2 >= self.input.len() || self.at(pos + 1) != Some(b'\'') {
             return self.word();
@@ -635,7 +664,7 @@ impl<'a> Tokenizer<'a> {
     }
 
     /// `u&'...'`: a Unicode string, marked with `u` for the quotes; else a word.
-    fn unicode_string(&mut self) -> Token {
+    fn unicode_string(&mut self) -> Span {
         let pos = self.pos;
         if pos + 2 < self.input.len() && self.slice(pos + 1, pos + 3) == b"&'" {
             let mut t = self.string(pos + 3, b'\'');
@@ -650,7 +679,7 @@ impl<'a> Tokenizer<'a> {
 
     /// Oracle's `q'[...]'` (any delimiter from `!` on; brackets pair up), its `q` at `q`
     /// (after an `n` for `nq'...'`); else the letter starts a word.
-    fn oracle_string(&mut self, q: usize) -> Token {
+    fn oracle_string(&mut self, q: usize) -> Span {
         let len = self.input.len();
         let opener = match (self.at(q), self.at(q + 1), self.at(q + 2)) {
             (Some(b'q' | b'Q'), Some(b'\''), Some(d)) if q + 2 < len => d,
