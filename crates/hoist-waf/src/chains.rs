@@ -38,7 +38,7 @@ pub struct Chains {
 /// most transformations a packed chain holds; the count is in the top four bits.
 pub const STEP_BITS: u32 = 6;
 pub const MAX_PACKED_STEPS: u64 = 9;
-const COUNT_SHIFT: u32 = 60;
+pub const COUNT_SHIFT: u32 = 60;
 
 impl Default for Chains {
     fn default() -> Self {

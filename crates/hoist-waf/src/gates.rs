@@ -518,10 +518,10 @@ type ReducedUnions = Vec<((u32, u64), usize)>;
 /// Steps after the first one that changes something stay, whatever they are: that one's
 /// output is another value, which they may change.
 fn reduced_chain(packed: u64, keeping: u64) -> u64 {
-    use crate::chains::STEP_BITS;
+    use crate::chains::{COUNT_SHIFT, STEP_BITS};
     let unchanged = keeping & !CASE_CHANGING;
-    let mut count = packed >> 60;
-    let steps = packed & ((1 << 60) - 1);
+    let mut count = packed >> COUNT_SHIFT;
+    let steps = packed & ((1 << COUNT_SHIFT) - 1);
     while count > 0 {
         // The first remaining step: its transformation's index + 1.
         let first = (steps >> (STEP_BITS as u64 * (count - 1))) & ((1 << STEP_BITS) - 1);
@@ -533,7 +533,7 @@ fn reduced_chain(packed: u64, keeping: u64) -> u64 {
         }
         count -= 1;
     }
-    steps & ((1 << (STEP_BITS as u64 * count)) - 1) | count << 60
+    steps & ((1 << (STEP_BITS as u64 * count)) - 1) | count << COUNT_SHIFT
 }
 
 /// The `TargetSummary` of a target's values; their own hits are ORed into new room at the

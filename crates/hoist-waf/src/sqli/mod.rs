@@ -52,31 +52,31 @@ pub(crate) fn detect(input: &[u8]) -> Option<Fingerprint> {
         }
         None => input,
     };
-    let reading = |quote, mysql| reading(input, padded, quote, mysql);
-    let (hit, wants_mysql) = reading(0, false);
+    let read = |quote, mysql| reading(input, padded, quote, mysql);
+    let (hit, wants_mysql) = read(0, false);
     if hit.is_some() {
         return hit;
     }
     if wants_mysql {
-        if let (Some(fp), _) = reading(0, true) {
+        if let (Some(fp), _) = read(0, true) {
             return Some(fp);
         }
     }
     // Most values hold no quote at all: one scan says so for both.
     memchr::memchr2(b'\'', b'"', input)?;
     if memchr::memchr(b'\'', input).is_some() {
-        let (hit, wants_mysql) = reading(b'\'', false);
+        let (hit, wants_mysql) = read(b'\'', false);
         if hit.is_some() {
             return hit;
         }
         if wants_mysql {
-            if let (Some(fp), _) = reading(b'\'', true) {
+            if let (Some(fp), _) = read(b'\'', true) {
                 return Some(fp);
             }
         }
     }
     if memchr::memchr(b'"', input).is_some() {
-        if let (Some(fp), _) = reading(b'"', true) {
+        if let (Some(fp), _) = read(b'"', true) {
             return Some(fp);
         }
     }
