@@ -174,7 +174,7 @@ mod tests {
     fn frees_a_set_that_grew_large() {
         let pool = ScratchPool::default();
         let mut s = Scratch::new();
-        s.values.reserve(100_000, 57, 5);
+        s.values.reserve(100_000, 300, 5);
         assert!(s.values.retained_bytes() > MAX_RETAINED_BYTES);
         pool.give(s);
         let mut s = Scratch::new();

@@ -4,8 +4,8 @@
 //! body) has a [`Slot`]; a transformed value is cached under (slot, chain id), so each value
 //! is transformed once per distinct chain per transaction instead of once per rule, and the
 //! prefilter runs once per distinct transformed buffer (chains that leave a value unchanged
-//! share the original's scan). Lookups are plain vector indexing and a short linear
-//! search over the chains seen for that value: nothing is hashed or compared byte by byte.
+//! share the original's scan). Lookups are plain vector indexing: nothing is hashed or
+//! compared byte by byte.
 
 use crate::chains::{ChainId, Chains, EMPTY_CHAIN};
 use crate::prefilter::Prefilter;
@@ -58,12 +58,20 @@ const MAX_RESERVED_VALUES: usize = 1024;
 /// Collections only ever appended to: see `Transaction::list_code`.
 pub(crate) const LISTS: usize = 16;
 
-/// A slot's region in `ValueCache::table`: per chain id its entry, per transformation its
-/// memo (see `ValueCache::transform`), then the value's `Transform::hit_keeping_mask` with
-/// `MASK_KNOWN` set once computed, then its regex groups' answers (`group_answer`).
+/// A slot's region in `ValueCache::table`: per transformation its memo (see
+/// `ValueCache::transform`), then the value's `Transform::hit_keeping_mask` with `MASK_KNOWN`
+/// set once computed, its regex groups' answers (`group_answer`), 1 + the start of the
+/// original's prefilter hits in `bits` (0 before its scan), then per chain id the value
+/// under that chain (`Val::tag`).
 fn region_len(chains: usize) -> usize {
-    chains + Transform::COUNT + 2
+    CHAINS_AT + chains
 }
+
+/// Offsets in a region.
+const MASK_AT: usize = Transform::COUNT;
+const GROUPS_AT: usize = Transform::COUNT + 1;
+const ORIGINAL_BITS_AT: usize = Transform::COUNT + 2;
+const CHAINS_AT: usize = Transform::COUNT + 3;
 
 const MASK_KNOWN: u32 = 1 << 31;
 const _MASK_FITS: () = assert!(Transform::COUNT < 32);
@@ -102,17 +110,30 @@ enum Val {
     Buf(usize),
 }
 
-#[derive(Debug, Clone, Copy)]
-struct Entry {
-    value: Val,
-    /// Start of the prefilter hit bits of `value` in `ValueCache::bits`, once known.
-    bits: Option<usize>,
+impl Val {
+    /// As kept in a region's chain slot (0 is "not computed").
+    fn tag(self) -> u32 {
+        match self {
+            Val::Original => 1,
+            Val::Buf(i) => u32::try_from(i + 2).unwrap_or(0),
+        }
+    }
+
+    fn from_tag(tag: u32) -> Option<Val> {
+        match tag {
+            0 => None,
+            1 => Some(Val::Original),
+            t => Some(Val::Buf(t as usize - 2)),
+        }
+    }
 }
 
 #[derive(Debug, Default)]
 pub(crate) struct ValueCache {
-    /// Per slot, indexed by chain id: 1 + the index of its entry in `entries`, 0 for none;
-    /// then, indexed by transformation, what it makes of the original value (see `memo`).
+    /// Per slot, a region (`region_len`): what each transformation makes of the original
+    /// value, its masks and answers, and per chain id the value under that chain (kept in
+    /// the region itself: an index into a vector of entries cost one more load and a
+    /// 32-byte push per chain node, thousands per form POST).
     /// One flat table with a region per slot (allocated when the slot is first seen): a
     /// value meets dozens of chains (with prefixes) in CRS, and a vector per slot cost an
     /// allocation and a free per value and transaction.
@@ -121,7 +142,6 @@ pub(crate) struct ValueCache {
     scalars: [u32; SCALARS],
     /// Per list, per member: 1 + the start of its region in `table`, 0 for none yet.
     lists: Vec<Vec<u32>>,
-    entries: Vec<Entry>,
     bufs: Vec<Vec<u8>>,
     /// Emptied buffers of earlier transactions, for `transform` to write into: a transformed
     /// value then costs no allocation and no free (a GET makes ~50 of them, a form thousands).
@@ -140,7 +160,6 @@ impl ValueCache {
         self.table.clear();
         self.scalars = [0; SCALARS];
         self.lists.iter_mut().for_each(Vec::clear);
-        self.entries.clear();
         for mut buf in self.bufs.drain(..) {
             if self.spare.len() < MAX_SPARE_BUFFERS && buf.capacity() <= MAX_SPARE_BYTES {
                 buf.clear();
@@ -162,7 +181,6 @@ impl ValueCache {
                 .iter()
                 .map(|l| l.capacity() * size_of::<u32>())
                 .sum::<usize>()
-            + self.entries.capacity() * size_of::<Entry>()
             + self.bufs.capacity() * size_of::<Vec<u8>>()
             + self.spare.capacity() * size_of::<Vec<u8>>()
             + self.spare.iter().map(Vec::capacity).sum::<usize>()
@@ -179,7 +197,6 @@ impl ValueCache {
         let want = |len: usize, per: usize| (values * per).saturating_sub(len);
         self.table
             .reserve(want(self.table.len(), region_len(chains)));
-        self.entries.reserve(want(self.entries.len(), chains / 2));
         self.bufs.reserve(want(self.bufs.len(), 4));
         self.buf_bits.reserve(want(self.buf_bits.len(), 4));
         self.bits.reserve(want(self.bits.len(), 5 * words));
@@ -238,22 +255,15 @@ impl ValueCache {
         }
     }
 
-    /// The entry of chain `chain` in the region starting at `region`.
-    fn find(&self, region: usize, chain: ChainId) -> Option<usize> {
-        let tag = *self.table.get(region + chain as usize)?;
-        (tag as usize).checked_sub(1)
+    /// The value of chain `chain` in the region starting at `region`, once computed.
+    fn find(&self, region: usize, chain: ChainId) -> Option<Val> {
+        Val::from_tag(*self.table.get(region + CHAINS_AT + chain as usize)?)
     }
 
-    fn insert(&mut self, region: usize, chain: ChainId, entry: Entry) -> usize {
-        let at = self.entries.len();
-        let Ok(tag) = u32::try_from(at + 1) else {
-            return usize::MAX;
-        };
-        self.entries.push(entry);
-        if let Some(t) = self.table.get_mut(region + chain as usize) {
-            *t = tag;
+    fn insert(&mut self, region: usize, chain: ChainId, value: Val) {
+        if let Some(t) = self.table.get_mut(region + CHAINS_AT + chain as usize) {
+            *t = value.tag();
         }
-        at
     }
 
     fn resolve<'v>(&'v self, v: Val, original: &'v [u8]) -> &'v [u8] {
@@ -277,27 +287,14 @@ impl ValueCache {
         let Some(region) = self.region(slot, chains.len()) else {
             return (original, None);
         };
-        let at = match self.find(region, chain) {
-            Some(at) => at,
+        let value = match self.find(region, chain) {
+            Some(value) => value,
             None => self.compute(region, original, chain, chains),
         };
-        let Some(entry) = self.entries.get(at).copied() else {
-            return (original, None);
-        };
-        let bits = match (prefilter, entry.bits) {
-            (None, _) => None,
-            (Some(p), Some(start)) => Some((start, p.words())),
-            (Some(p), None) => {
-                let start = self.bits_of_in(region, entry.value, original, p);
-                if let Some(e) = self.entries.get_mut(at) {
-                    e.bits = Some(start);
-                }
-                Some((start, p.words()))
-            }
-        };
+        let bits = prefilter.map(|p| (self.bits_of_in(region, value, original, p), p.words()));
         let this: &'v ValueCache = self;
         let bits = bits.and_then(|(s, words)| this.bits.get(s..s + words));
-        (this.resolve(entry.value, original), bits)
+        (this.resolve(value, original), bits)
     }
 
     /// The value after each node of `chain`'s path (`Chains::path`: the root, then each
@@ -353,10 +350,7 @@ impl ValueCache {
     fn node_value(&self, region: usize, node: ChainId) -> Val {
         match node {
             EMPTY_CHAIN => Val::Original,
-            _ => self
-                .find(region, node)
-                .and_then(|i| self.entries.get(i))
-                .map_or(Val::Original, |e| e.value),
+            _ => self.find(region, node).unwrap_or(Val::Original),
         }
     }
 
@@ -390,7 +384,7 @@ impl ValueCache {
         // An empty chain keeps every hit: no pass over the value to say which steps do
         // (the response body's rules are all `t:none`).
         if chain_mask != 0 {
-            let keeping = self.keeping_mask(region, chains, original)?;
+            let keeping = self.keeping_mask(region, original)?;
             if chain_mask & !keeping != 0 {
                 return None;
             }
@@ -410,7 +404,7 @@ impl ValueCache {
         chain_mask == 0
             || self
                 .region(slot, chains)
-                .and_then(|region| self.keeping_mask(region, chains, original))
+                .and_then(|region| self.keeping_mask(region, original))
                 .is_some_and(|keeping| chain_mask & !keeping == 0)
     }
 
@@ -423,7 +417,7 @@ impl ValueCache {
         p: &Prefilter,
     ) -> Option<(u64, &'v [u64])> {
         let region = self.region(slot, chains)?;
-        let keeping = self.keeping_mask(region, chains, original)?;
+        let keeping = self.keeping_mask(region, original)?;
         let start = self.bits_of(region, Val::Original, original, p);
         Some((keeping, self.bits.get(start..start + p.words())?))
     }
@@ -444,9 +438,8 @@ impl ValueCache {
 
     /// `Transform::hit_keeping_mask` of the value whose region starts at `region`, computed
     /// on first use.
-    fn keeping_mask(&mut self, region: usize, chains: usize, original: &[u8]) -> Option<u64> {
-        let at = region + chains + Transform::COUNT;
-        let stored = self.table.get_mut(at)?;
+    fn keeping_mask(&mut self, region: usize, original: &[u8]) -> Option<u64> {
+        let stored = self.table.get_mut(region + MASK_AT)?;
         if *stored & MASK_KNOWN == 0 {
             // Fits: COUNT < 32 bits.
             *stored = Transform::hit_keeping_mask(original) as u32 | MASK_KNOWN;
@@ -459,7 +452,7 @@ impl ValueCache {
     /// was asked. Two bits per group: known, then the answer.
     pub fn group_answer(&mut self, slot: Slot, chains: usize, group: u8) -> Option<bool> {
         let region = self.region(slot, chains)?;
-        let word = *self.table.get(region + chains + Transform::COUNT + 1)?;
+        let word = *self.table.get(region + GROUPS_AT)?;
         let at = 2 * u32::from(group);
         (word >> at & 1 != 0).then_some(word >> (at + 1) & 1 != 0)
     }
@@ -468,7 +461,7 @@ impl ValueCache {
         let Some(region) = self.region(slot, chains) else {
             return;
         };
-        if let Some(word) = self.table.get_mut(region + chains + Transform::COUNT + 1) {
+        if let Some(word) = self.table.get_mut(region + GROUPS_AT) {
             let at = 2 * u32::from(group);
             *word |= (1 | u32::from(may_match) << 1) << at;
         }
@@ -493,25 +486,12 @@ impl ValueCache {
         scans: Scans<'_>,
     ) -> usize {
         let p = scans.class;
-        let original_entry = match value {
-            Val::Original => Some(match self.find(region, EMPTY_CHAIN) {
-                Some(at) => at,
-                None => self.insert(
-                    region,
-                    EMPTY_CHAIN,
-                    Entry {
-                        value: Val::Original,
-                        bits: None,
-                    },
-                ),
-            }),
-            Val::Buf(_) => None,
-        };
         let known = match value {
             Val::Buf(i) => self.buf_bits.get(i).copied().flatten(),
-            Val::Original => original_entry
-                .and_then(|at| self.entries.get(at))
-                .and_then(|e| e.bits),
+            Val::Original => self
+                .table
+                .get(region + ORIGINAL_BITS_AT)
+                .and_then(|&at| (at as usize).checked_sub(1)),
         };
         if let Some(start) = known {
             return start;
@@ -559,77 +539,54 @@ impl ValueCache {
                 p.scan(input, out);
             }
         }
-        let slot = match value {
-            Val::Buf(i) => self.buf_bits.get_mut(i),
-            Val::Original => original_entry
-                .and_then(|at| self.entries.get_mut(at))
-                .map(|e| &mut e.bits),
-        };
-        if let Some(b) = slot {
-            *b = Some(start);
+        match value {
+            Val::Buf(i) => {
+                if let Some(b) = self.buf_bits.get_mut(i) {
+                    *b = Some(start);
+                }
+            }
+            Val::Original => {
+                // Not kept past `u32::MAX - 1` words: scanned again then, never wrong.
+                let tag = u32::try_from(start + 1).unwrap_or(0);
+                if let Some(b) = self.table.get_mut(region + ORIGINAL_BITS_AT) {
+                    *b = tag;
+                }
+            }
         }
         start
     }
 
     /// Transforms `original` along `chain` from its longest cached prefix, caching every
-    /// step; returns the entry of `chain`.
-    fn compute(
-        &mut self,
-        region: usize,
-        original: &[u8],
-        chain: ChainId,
-        chains: &Chains,
-    ) -> usize {
+    /// step; returns the value under `chain`.
+    fn compute(&mut self, region: usize, original: &[u8], chain: ChainId, chains: &Chains) -> Val {
         let mut path = std::mem::take(&mut self.path);
         path.clear();
         let mut at = chain;
         let mut base = Val::Original;
         while at != EMPTY_CHAIN {
-            if let Some(e) = self.find(region, at).and_then(|i| self.entries.get(i)) {
-                base = e.value;
+            if let Some(value) = self.find(region, at) {
+                base = value;
                 break;
             }
             path.push(at);
             at = chains.node(at).parent;
         }
-        let mut last = usize::MAX;
-        if chain == EMPTY_CHAIN {
-            last = self.insert(
-                region,
-                chain,
-                Entry {
-                    value: Val::Original,
-                    bits: None,
-                },
-            );
-        }
         for &node in path.iter().rev() {
             if let Some(t) = chains.node(node).transform {
-                base = self.transform(region, chains.len(), base, original, t);
+                base = self.transform(region, base, original, t);
             }
-            let entry = Entry {
-                value: base,
-                bits: None,
-            };
-            last = self.insert(region, node, entry);
+            self.insert(region, node, base);
         }
         self.path = path;
-        last
+        base
     }
 
     /// `t` applied to `base`. Applied to the original value, the result is remembered per
     /// transformation: chains that differ only by steps that left the value alone
     /// (`t:urlDecodeUni,t:lowercase` and `t:lowercase` on a value with nothing to decode)
     /// then share one buffer, one transformation and one prefilter scan.
-    fn transform(
-        &mut self,
-        region: usize,
-        chains: usize,
-        base: Val,
-        original: &[u8],
-        t: Transform,
-    ) -> Val {
-        let memo = region + chains + t as usize;
+    fn transform(&mut self, region: usize, base: Val, original: &[u8], t: Transform) -> Val {
+        let memo = region + t as usize;
         if base == Val::Original {
             match self.table.get(memo).copied() {
                 Some(0) | None => {}
@@ -644,7 +601,7 @@ impl ValueCache {
             (Val::Original, Transform::Lowercase | Transform::Uppercase | Transform::CmdLine) => {
                 t.is_noop_for(original)
             }
-            (Val::Original, _) => match self.keeping_mask(region, chains, original) {
+            (Val::Original, _) => match self.keeping_mask(region, original) {
                 Some(mask) => mask & t.bit() != 0,
                 None => t.is_noop_for(original),
             },
