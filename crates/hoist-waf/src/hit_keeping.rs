@@ -31,15 +31,27 @@ impl Transform {
         use Transform::*;
         // Two table loads per byte and no branch: a byte's class, and which classes of the
         // next byte would make a pair worth noting (`FOLLOWED_BY`).
-        let mut seen = 0u32;
-        let mut pairs = 0u32;
+        // Four bytes at a time into separate accumulators: one `seen` made every byte wait
+        // on the previous byte's OR.
+        let (mut seen, mut pairs) = ([0u32; 4], [0u32; 4]);
         let mut follow = 0u32;
-        for &b in input {
+        let mut quads = input.chunks_exact(4);
+        for q in &mut quads {
+            for (k, &b) in q.iter().enumerate() {
+                let class = BYTE_CLASS[usize::from(b)];
+                seen[k] |= class;
+                pairs[k] |= follow & class;
+                follow = FOLLOWED_BY[usize::from(b)];
+            }
+        }
+        for &b in quads.remainder() {
             let class = BYTE_CLASS[usize::from(b)];
-            seen |= class;
-            pairs |= follow & class;
+            seen[0] |= class;
+            pairs[0] |= follow & class;
             follow = FOLLOWED_BY[usize::from(b)];
         }
+        let seen = seen[0] | seen[1] | seen[2] | seen[3];
+        let pairs = pairs[0] | pairs[1] | pairs[2] | pairs[3];
         let pair = |bit: u32, flag: u16| if pairs & bit != 0 { flag } else { 0 };
         let seen = (seen & 0xffff) as u16
             | pair(NEXT_SLASH_AFTER_SLASH, SLASH_SLASH)

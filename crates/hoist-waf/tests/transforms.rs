@@ -276,10 +276,27 @@ fn small_inputs() -> Vec<Vec<u8>> {
     out
 }
 
+/// `small_inputs` between letters too (one to four before, four after): the mask is gathered
+/// four bytes at a time, and a pair (`//`, `/*`, two spaces...) must count wherever it falls
+/// in those four, across two of them included.
+fn shifted_inputs() -> Vec<Vec<u8>> {
+    let small = small_inputs();
+    let mut out = small.clone();
+    for shift in 1..=4 {
+        for input in &small {
+            let mut v = b"xxxx"[..shift].to_vec();
+            v.extend_from_slice(input);
+            v.extend_from_slice(b"xxxx");
+            out.push(v);
+        }
+    }
+    out
+}
+
 /// The one-pass mask agrees with `keeps_prefilter_hits` for every transformation.
 #[test]
 fn hit_keeping_mask_matches_each_transformation() {
-    for input in small_inputs() {
+    for input in shifted_inputs() {
         let mask = Transform::hit_keeping_mask(&input);
         for name in EVERY_TRANSFORM {
             let t = Transform::parse(name).unwrap().unwrap();
@@ -296,7 +313,7 @@ fn hit_keeping_mask_matches_each_transformation() {
 /// changers and cmdLine (`ValueCache::transform`): there the mask's bit is `is_noop_for`.
 #[test]
 fn hit_keeping_mask_is_the_noop_check_but_for_case_and_cmd_line() {
-    for input in small_inputs() {
+    for input in shifted_inputs() {
         let mask = Transform::hit_keeping_mask(&input);
         for name in EVERY_TRANSFORM {
             if matches!(*name, "lowercase" | "uppercase" | "cmdLine") {
