@@ -325,10 +325,26 @@ impl Transaction {
         // The literals the regex needs are in none of the value's transformations' hits,
         // known without transforming it: no match, and nothing to record. (Each step
         // then changes at most case, so this holds for multiMatch's intermediate values.)
+        // For a multiMatch rule, whether the literals are absent from the value as collected
+        // (with its hit-keeping mask): one lookup answers this check and the one per step
+        // below.
+        let mut absent = None;
         if let (Some((slot, p)), Some(vslot), false) = (prefilter, item.slot, rule.negated) {
-            let kept = cache.hits_kept(vslot, &item.value, *chain_mask, rules.chains.len(), p);
-            if kept.is_some_and(|bits| !crate::prefilter::has_slot(bits, slot)) {
-                return;
+            if rule.actions.multi_match {
+                let own = cache.own_hits(vslot, &item.value, rules.chains.len(), p);
+                if let Some((keeping, bits)) = own {
+                    if !crate::prefilter::has_slot(bits, slot) {
+                        if *chain_mask & !keeping == 0 {
+                            return;
+                        }
+                        absent = Some(keeping);
+                    }
+                }
+            } else {
+                let kept = cache.hits_kept(vslot, &item.value, *chain_mask, rules.chains.len(), p);
+                if kept.is_some_and(|bits| !crate::prefilter::has_slot(bits, slot)) {
+                    return;
+                }
             }
         }
         let hit;
@@ -387,16 +403,9 @@ impl Transaction {
                 // changes it (a changed value is a different buffer).
                 let mut seen: Option<Option<usize>> = None;
                 let mut h = false;
-                // Whether the regex's literals are absent from the value as collected (with
+                // `absent`: the regex's literals are absent from the value as collected (with
                 // the transformations that keep its hits): then a step that differs from it
                 // in case only cannot match either, and its regex is not run.
-                let absent = match (prefilter, rule.negated) {
-                    (Some((pslot, p)), false) => cache
-                        .own_hits(slot, &item.value, rules.chains.len(), p)
-                        .filter(|(_, bits)| !crate::prefilter::has_slot(bits, pslot))
-                        .map(|(keeping, _)| keeping),
-                    _ => None,
-                };
                 let path = rules.chains.path(rule.chain);
                 // The steps after the last one that may write anything are computed only
                 // if its value can come to hold one of the filter's bytes (see `reach`).
