@@ -398,6 +398,15 @@ impl Transaction {
                 };
                 value = Cow::Borrowed(v);
             }
+            Some(slot)
+                if cache.changes_nothing(slot, &item.value, *chain_mask, rules.chains.len()) =>
+            {
+                // multiMatch, and no step changes the value (detectSQLi's chain on most
+                // fields): the value as collected is the only one to test, nothing to
+                // compute or cache.
+                hit = self.check(rule, &item.value, want_captures.then_some(&mut *captures));
+                value = Cow::Borrowed(&item.value);
+            }
             Some(slot) => {
                 // multiMatch: the value before and after each transformation that
                 // changes it (a changed value is a different buffer).

@@ -408,6 +408,25 @@ impl ValueCache {
                 .is_some_and(|keeping| chain_mask & !keeping == 0)
     }
 
+    /// True when every transformation in `chain_mask` (`Chains::mask`) leaves `original`
+    /// exactly as it is: the hit-keeping mask's bit means "no change" for all but the case
+    /// changers and cmdLine (see `transform`), which are never taken for no-ops here.
+    pub fn changes_nothing(
+        &mut self,
+        slot: Slot,
+        original: &[u8],
+        chain_mask: u64,
+        chains: usize,
+    ) -> bool {
+        const CASE: u64 =
+            Transform::Lowercase.bit() | Transform::Uppercase.bit() | Transform::CmdLine.bit();
+        chain_mask & CASE == 0
+            && self
+                .region(slot, chains)
+                .and_then(|region| self.keeping_mask(region, original))
+                .is_some_and(|keeping| chain_mask & !keeping == 0)
+    }
+
     /// The value's `Transform::hit_keeping_mask` and its own prefilter hits.
     pub fn own_hits<'v>(
         &'v mut self,

@@ -125,6 +125,30 @@ fn multimatch_rules_are_prefiltered_without_losing_a_step() {
     assert_eq!(tx_var(&get(&r, "/?q=nothing"), "hit"), None);
 }
 
+/// A multiMatch rule whose steps all leave a value as it is tests that value once, as
+/// collected; a chain with a case change still tests the changed value (the shortcut must
+/// not take `lowercase` or `cmdLine` for no-ops), and a step that changes the value still
+/// counts.
+#[test]
+fn multimatch_on_values_no_step_changes() {
+    let r = rules(
+        r#"SecRule ARGS "@rx ^Plain words$" "id:1,phase:1,pass,nolog,multiMatch,t:none,t:urlDecodeUni,t:removeNulls,t:htmlEntityDecode,setvar:tx.hit=%{matched_var}"
+SecRule ARGS "@rx ^plain words$" "id:2,phase:1,pass,nolog,multiMatch,t:none,t:urlDecodeUni,t:lowercase,setvar:tx.lower=%{matched_var}"
+SecRule ARGS "@rx ^plain words$" "id:3,phase:1,pass,nolog,multiMatch,t:none,t:urlDecodeUni,t:cmdLine,setvar:tx.cmd=%{matched_var}"
+SecRule ARGS "@rx ^Plainwords$" "id:4,phase:1,pass,nolog,multiMatch,t:none,t:urlDecodeUni,t:removeWhitespace,setvar:tx.ws=%{matched_var}""#,
+    );
+    let tx = get(&r, "/?q=Plain+words");
+    assert_eq!(tx_var(&tx, "hit").as_deref(), Some("Plain words"));
+    assert_eq!(tx_var(&tx, "lower").as_deref(), Some("plain words"));
+    assert_eq!(tx_var(&tx, "cmd").as_deref(), Some("plain words"));
+    assert_eq!(tx_var(&tx, "ws").as_deref(), Some("Plainwords"));
+    // A value one of rule 1's steps changes: tested before and after it.
+    let tx = get(&r, "/?q=Plain%2526amp;words");
+    assert_eq!(tx_var(&tx, "hit"), None);
+    let tx = get(&r, "/?q=Plain%26%2332;words");
+    assert_eq!(tx_var(&tx, "hit").as_deref(), Some("Plain words"));
+}
+
 #[test]
 fn multimatch_punctuation_filter_reads_each_step_not_the_original() {
     // Every match needs `(` or `.`; the argument as sent has neither (base64 of `eval(1)`
