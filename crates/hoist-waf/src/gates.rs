@@ -26,7 +26,7 @@ use crate::prefilter::has_slot;
 use crate::prefilter::Prefilter;
 use crate::rules::{Rule, RuleSet};
 use crate::transaction::Transaction;
-use crate::values::ValueCache;
+use crate::values::{ValueCache, CASE_CHANGING};
 use crate::variables::{Selector, Target, Targets, VarName};
 use smallvec::SmallVec;
 use std::collections::HashMap;
@@ -502,12 +502,6 @@ impl Transaction {
         Some(start)
     }
 }
-
-/// Transformations that may change a value's case: a hit-keeping bit (see `hit_keeping`)
-/// means "no change" for every other one.
-const CASE_CHANGING: u64 = crate::transforms::Transform::Lowercase.bit()
-    | crate::transforms::Transform::Uppercase.bit()
-    | crate::transforms::Transform::CmdLine.bit();
 
 /// Unions by (target id, `reduced_chain`), with the start of each in `GateCache::bits`: a
 /// few dozen per transaction, searched in order (a hash map cost more).

@@ -73,6 +73,11 @@ const GROUPS_AT: usize = Transform::COUNT + 1;
 const ORIGINAL_BITS_AT: usize = Transform::COUNT + 2;
 const CHAINS_AT: usize = Transform::COUNT + 3;
 
+/// Transformations that may change a value's case: a hit-keeping bit (see `hit_keeping`)
+/// means "no change" for every other one.
+pub(crate) const CASE_CHANGING: u64 =
+    Transform::Lowercase.bit() | Transform::Uppercase.bit() | Transform::CmdLine.bit();
+
 const MASK_KNOWN: u32 = 1 << 31;
 const _MASK_FITS: () = assert!(Transform::COUNT < 32);
 const _GROUPS_FIT: () = assert!(2 * crate::rx_groups::MAX_GROUPS <= 32);
@@ -418,13 +423,7 @@ impl ValueCache {
         chain_mask: u64,
         chains: usize,
     ) -> bool {
-        const CASE: u64 =
-            Transform::Lowercase.bit() | Transform::Uppercase.bit() | Transform::CmdLine.bit();
-        chain_mask & CASE == 0
-            && self
-                .region(slot, chains)
-                .and_then(|region| self.keeping_mask(region, original))
-                .is_some_and(|keeping| chain_mask & !keeping == 0)
+        chain_mask & CASE_CHANGING == 0 && self.keeps_hits(slot, original, chain_mask, chains)
     }
 
     /// The value's `Transform::hit_keeping_mask` and its own prefilter hits.
