@@ -329,10 +329,13 @@ impl Transaction {
         // (with its hit-keeping mask): one lookup answers this check and the one per step
         // below.
         let mut absent = None;
+        // The value's hit-keeping mask when that lookup already read it.
+        let mut mask = None;
         if let (Some((slot, p)), Some(vslot), false) = (prefilter, item.slot, rule.negated) {
             if rule.actions.multi_match {
                 let own = cache.own_hits(vslot, &item.value, rules.chains.len(), p);
                 if let Some((keeping, bits)) = own {
+                    mask = Some(keeping);
                     if !crate::prefilter::has_slot(bits, slot) {
                         if *chain_mask & !keeping == 0 {
                             return;
@@ -399,7 +402,13 @@ impl Transaction {
                 value = Cow::Borrowed(v);
             }
             Some(slot)
-                if cache.changes_nothing(slot, &item.value, *chain_mask, rules.chains.len()) =>
+                if cache.changes_nothing(
+                    slot,
+                    &item.value,
+                    *chain_mask,
+                    rules.chains.len(),
+                    mask,
+                ) =>
             {
                 // multiMatch, and no step changes the value (detectSQLi's chain on most
                 // fields): the value as collected is the only one to test, nothing to

@@ -416,14 +416,20 @@ impl ValueCache {
     /// True when every transformation in `chain_mask` (`Chains::mask`) leaves `original`
     /// exactly as it is: the hit-keeping mask's bit means "no change" for all but the case
     /// changers and cmdLine (see `transform`), which are never taken for no-ops here.
+    /// `mask`: the value's hit-keeping mask when the caller has it (no lookup then).
     pub fn changes_nothing(
         &mut self,
         slot: Slot,
         original: &[u8],
         chain_mask: u64,
         chains: usize,
+        mask: Option<u64>,
     ) -> bool {
-        chain_mask & CASE_CHANGING == 0 && self.keeps_hits(slot, original, chain_mask, chains)
+        chain_mask & CASE_CHANGING == 0
+            && match mask {
+                Some(keeping) => chain_mask & !keeping == 0,
+                None => self.keeps_hits(slot, original, chain_mask, chains),
+            }
     }
 
     /// The value's `Transform::hit_keeping_mask` and its own prefilter hits.
