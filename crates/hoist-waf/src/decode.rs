@@ -340,6 +340,29 @@ pub(crate) fn base64_decode(input: &[u8], ext: bool, out: &mut Vec<u8>) {
     decode_sextets(clean, out);
 }
 
+/// How many bytes `base64_decode(input, false, ..)` writes, without decoding: three per
+/// whole group of the alphabet bytes before the first foreign one, one or two for a last
+/// group of two or three.
+#[cfg(test)]
+pub(crate) fn base64_decoded_len(input: &[u8]) -> usize {
+    let valid = input
+        .iter()
+        .position(|&b| SEXTETS[usize::from(b)] == FOREIGN)
+        .unwrap_or(input.len());
+    valid / 4 * 3 + [0, 0, 1, 2][valid % 4]
+}
+
+/// Whether `base64_decode(input, false, ..)` writes at least `min` bytes (see
+/// `length_bound`): whether the first bytes that decode to that many are all in the
+/// alphabet. Only those are read: a rule whose matches are short asks this of long values.
+pub(crate) fn base64_decodes_at_least(input: &[u8], min: usize) -> bool {
+    // Four bytes make three; a last group of two makes one, of three two.
+    let needed = min / 3 * 4 + [0, 2, 3][min % 3];
+    input
+        .get(..needed)
+        .is_some_and(|head| head.iter().all(|&b| SEXTETS[usize::from(b)] != FOREIGN))
+}
+
 /// What `SEXTETS` holds for a byte outside the alphabet.
 const FOREIGN: u8 = 0xff;
 
@@ -396,7 +419,7 @@ pub(crate) fn hex_decode(input: &[u8], out: &mut Vec<u8>) {
 
 #[cfg(test)]
 mod tests {
-    use super::{base64_decode, url_decode};
+    use super::{base64_decode, base64_decoded_len, base64_decodes_at_least, url_decode};
     use base64::engine::{general_purpose::GeneralPurpose, DecodePaddingMode};
     use base64::Engine;
 
@@ -443,6 +466,14 @@ mod tests {
                     let mut want = b"kept".to_vec();
                     want.extend(reference(&input, ext));
                     assert_eq!(out, want, "{input:?} ext {ext}");
+                    if !ext {
+                        let len = out.len() - 4;
+                        assert_eq!(base64_decoded_len(&input), len, "{input:?}");
+                        for min in 0..40 {
+                            let at_least = base64_decodes_at_least(&input, min);
+                            assert_eq!(at_least, len >= min, "{input:?} {min}");
+                        }
+                    }
                 }
             }
         }

@@ -428,10 +428,30 @@ impl Transaction {
                 // The steps after the last one that may write anything are computed only
                 // if its value can come to hold one of the filter's bytes (see `reach`).
                 let reachable = |v: &[u8]| rule.reach_check.is_none_or(|(_, d)| d.found_in(v));
-                let check = match (rule.reach_check, rule.negated) {
-                    (Some((at, _)), false) => Some((at, &reachable as &dyn Fn(&[u8]) -> bool)),
-                    _ => None,
+                // Before a base64Decode: whether what it decodes can be as long as a match
+                // (see `length_bound`). It comes first: the reach check follows the last
+                // step that may write anything, that decoding or a later one.
+                let long_enough = |v: &[u8]| {
+                    rule.length_check
+                        .is_none_or(|(_, min)| crate::decode::base64_decodes_at_least(v, min))
                 };
+                let (both, one);
+                let checks: &[crate::values::StepCheck<'_>] =
+                    match (rule.length_check, rule.reach_check, rule.negated) {
+                        (Some((l, _)), Some((r, _)), false) => {
+                            both = [(l, &long_enough as &dyn Fn(&[u8]) -> bool), (r, &reachable)];
+                            &both
+                        }
+                        (Some((l, _)), None, false) => {
+                            one = [(l, &long_enough as &dyn Fn(&[u8]) -> bool)];
+                            &one
+                        }
+                        (None, Some((r, _)), false) => {
+                            one = [(r, &reachable as &dyn Fn(&[u8]) -> bool)];
+                            &one
+                        }
+                        _ => &[],
+                    };
                 let mut steps = SmallVec::new();
                 cache.steps(
                     slot,
@@ -439,7 +459,7 @@ impl Transaction {
                     rule.chain,
                     &rules.chains,
                     &mut steps,
-                    check,
+                    checks,
                 );
                 for (&node, &step) in path.iter().zip(&steps) {
                     if !h && seen != Some(step) {
@@ -463,7 +483,7 @@ impl Transaction {
                         rule.chain,
                         &rules.chains,
                         &mut steps,
-                        None,
+                        &[],
                     );
                 }
                 let last = steps.last().copied().flatten();

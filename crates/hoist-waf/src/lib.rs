@@ -31,6 +31,7 @@ mod heads;
 mod hit_keeping;
 mod injection;
 mod json;
+mod length_bound;
 mod literal_scan;
 mod literals;
 mod log;

@@ -295,42 +295,7 @@ pub(crate) fn may_reach(
 mod tests {
     use super::*;
     use crate::test_rng::xorshift;
-
-    const ALL_TRANSFORMS: [Transform; Transform::COUNT] = {
-        use Transform::*;
-        [
-            Lowercase,
-            Uppercase,
-            UrlDecode,
-            UrlDecodeUni,
-            UrlEncode,
-            HtmlEntityDecode,
-            JsDecode,
-            CssDecode,
-            Utf8ToUnicode,
-            RemoveNulls,
-            ReplaceNulls,
-            RemoveWhitespace,
-            CompressWhitespace,
-            ReplaceComments,
-            RemoveComments,
-            RemoveCommentsChar,
-            CmdLine,
-            NormalisePath,
-            NormalisePathWin,
-            EscapeSeqDecode,
-            Base64Decode,
-            Base64DecodeExt,
-            Base64Encode,
-            HexEncode,
-            HexDecode,
-            Length,
-            Sha1,
-            Trim,
-            TrimLeft,
-            TrimRight,
-        ]
-    };
+    use crate::transforms::ALL as ALL_TRANSFORMS;
 
     /// Every transformation's output holds only its input's bytes and what `adds` allows,
     /// on generated values rich in escapes, comments, whitespace and high bytes.

@@ -50,6 +50,10 @@ pub struct Rule {
     /// left are computed only if that step's value holds one of the bytes given with it
     /// (see `reach::check_point`).
     pub(crate) reach_check: Option<(usize, crate::reach::ByteSet)>,
+    /// For a multiMatch regex rule: the index in its chain's path of the node before a
+    /// base64Decode after which no step lengthens a value, and the regex's shortest match;
+    /// a value there that decodes to fewer bytes cannot match later (see `length_bound`).
+    pub(crate) length_check: Option<(usize, usize)>,
     /// A value as collected that holds none of these bytes cannot match: the operator
     /// needs a byte no step of the chain can bring (see `reach::value_needs`).
     pub(crate) needs: Option<crate::reach::ByteSet>,
@@ -212,6 +216,17 @@ impl RuleSet {
                 rule.reach_check = rule
                     .byte_filter
                     .and_then(|f| crate::reach::check_point(&self.chains, rule.chain, &f.bytes()));
+                rule.length_check = match &rule.operator {
+                    Operator::Rx(Pattern::Bytes(re))
+                        if rule.actions.multi_match && !rule.negated =>
+                    {
+                        crate::length_bound::regex_min_len(re.as_str()).and_then(|min| {
+                            crate::length_bound::length_point(&self.chains, rule.chain)
+                                .map(|at| (at, min))
+                        })
+                    }
+                    _ => None,
+                };
                 rule.needs = crate::reach::operator_needs(&rule.operator)
                     .filter(|_| !rule.negated)
                     .and_then(|w| crate::reach::value_needs(&self.chains, rule.chain, &w));
@@ -628,6 +643,7 @@ impl Builder {
             target_gates: Vec::new(),
             byte_filter: None,
             reach_check: None,
+            length_check: None,
             needs: None,
             byte_targets: Vec::new(),
             rx_group: None,

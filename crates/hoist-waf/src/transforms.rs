@@ -374,3 +374,41 @@ fn trim_right(input: &[u8]) -> &[u8] {
         .map_or(0, |p| p + 1);
     &input[..end]
 }
+
+/// Every transformation, for tests that check a property of each.
+#[cfg(test)]
+pub(crate) const ALL: [Transform; Transform::COUNT] = {
+    use Transform::*;
+    [
+        Lowercase,
+        Uppercase,
+        UrlDecode,
+        UrlDecodeUni,
+        UrlEncode,
+        HtmlEntityDecode,
+        JsDecode,
+        CssDecode,
+        Utf8ToUnicode,
+        RemoveNulls,
+        ReplaceNulls,
+        RemoveWhitespace,
+        CompressWhitespace,
+        ReplaceComments,
+        RemoveComments,
+        RemoveCommentsChar,
+        CmdLine,
+        NormalisePath,
+        NormalisePathWin,
+        EscapeSeqDecode,
+        Base64Decode,
+        Base64DecodeExt,
+        Base64Encode,
+        HexEncode,
+        HexDecode,
+        Length,
+        Sha1,
+        Trim,
+        TrimLeft,
+        TrimRight,
+    ]
+};

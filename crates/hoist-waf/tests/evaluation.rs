@@ -180,6 +180,32 @@ fn multimatch_steps_after_a_decode_are_searched_when_they_can_reach_the_filter()
 }
 
 #[test]
+fn multimatch_decodings_too_short_for_a_match_are_not_computed_and_long_ones_are() {
+    // 934160's chain; the regex's matches are eleven bytes or more. Rule 2 gives what the
+    // whole chain makes of the value, for MATCHED_VAR.
+    let chain = "t:none,t:urlDecodeUni,t:jsDecode,t:base64Decode,t:urlDecodeUni,t:jsDecode,t:replaceComments";
+    let r = rules(&format!(
+        r#"SecRule ARGS "@rx while\s*\(true\)" "id:1,phase:1,pass,nolog,multiMatch,{chain},setvar:tx.hit=%{{matched_var}}"
+SecRule ARGS "@rx ." "id:2,phase:1,pass,nolog,{chain},setvar:tx.full=%{{matched_var}}""#
+    ));
+    // `while(true)` in base64, exactly eleven bytes decoded, then with text after a space
+    // (decoding stops there).
+    for q in ["d2hpbGUodHJ1ZSk", "d2hpbGUodHJ1ZSk+more"] {
+        let tx = get(&r, &format!("/?q={q}"));
+        assert_eq!(tx_var(&tx, "hit").as_deref(), Some("while(true)"), "{q}");
+    }
+    // Its first byte written as a JavaScript escape: the length is judged after jsDecode.
+    let tx = get(&r, "/?q=%5Cx642hpbGUodHJ1ZSk");
+    assert_eq!(tx_var(&tx, "hit").as_deref(), Some("while(true)"));
+    // Ten bytes decoded (`while(true`) cannot hold a match, nor can anything after it.
+    assert_eq!(tx_var(&get(&r, "/?q=d2hpbGUodHJ1ZQ"), "hit"), None);
+    // A match as sent: MATCHED_VAR is still the whole chain's value.
+    let tx = get(&r, "/?q=while(true)");
+    assert!(tx_var(&tx, "hit").is_some());
+    assert_eq!(tx_var(&tx, "hit"), tx_var(&tx, "full"));
+}
+
+#[test]
 fn validation_rules_see_the_bytes_their_chain_brings() {
     // Values that lack every byte a validation operator flags are passed over (see
     // `reach::value_needs`); what the chain can make counts. `%00` as collected (sent as
