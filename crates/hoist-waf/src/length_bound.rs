@@ -39,9 +39,10 @@ impl Transform {
 
 /// For a multiMatch rule's chain: the index in its path (`Chains::path`, the root first) of
 /// the node just before its last base64Decode, when no step after that decoding lengthens a
-/// value. A value at that node whose decoding (`decode::base64_decoded_len`) is shorter than
-/// the regex's shortest match cannot let the decoding or any later step match. `None`
-/// otherwise.
+/// value. A value at that node that decodes to fewer bytes than the regex's shortest match
+/// (`decode::base64_decodes_at_least`) cannot let the decoding or any later step match.
+/// `None` otherwise. It always comes before `reach::check_point`'s node, which is the
+/// decoding's or a later one.
 pub(crate) fn length_point(chains: &Chains, chain: ChainId) -> Option<usize> {
     let path = chains.path(chain);
     let transform = |n: &ChainId| chains.node(*n).transform;

@@ -180,7 +180,7 @@ fn multimatch_steps_after_a_decode_are_searched_when_they_can_reach_the_filter()
 }
 
 #[test]
-fn multimatch_decodings_too_short_for_a_match_are_not_computed_and_long_ones_are() {
+fn multimatch_length_check_keeps_every_decoding_long_enough_to_match() {
     // 934160's chain; the regex's matches are eleven bytes or more. Rule 2 gives what the
     // whole chain makes of the value, for MATCHED_VAR.
     let chain = "t:none,t:urlDecodeUni,t:jsDecode,t:base64Decode,t:urlDecodeUni,t:jsDecode,t:replaceComments";
