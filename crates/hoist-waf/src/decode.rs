@@ -352,15 +352,24 @@ pub(crate) fn base64_decoded_len(input: &[u8]) -> usize {
     valid / 4 * 3 + [0, 0, 1, 2][valid % 4]
 }
 
-/// Whether `base64_decode(input, false, ..)` writes at least `min` bytes (see
-/// `length_bound`): whether the first bytes that decode to that many are all in the
-/// alphabet. Only those are read: a rule whose matches are short asks this of long values.
-pub(crate) fn base64_decodes_at_least(input: &[u8], min: usize) -> bool {
-    // Four bytes make three; a last group of two makes one, of three two.
-    let needed = min / 3 * 4 + [0, 2, 3][min % 3];
-    input
-        .get(..needed)
-        .is_some_and(|head| head.iter().all(|&b| SEXTETS[usize::from(b)] != FOREIGN))
+/// How many alphabet bytes `base64_decode` needs to write `bytes` bytes: four per three, and
+/// two for one more or three for two more (see `length_bound`).
+pub(crate) const fn base64_chars_for(bytes: usize) -> usize {
+    bytes / 3 * 4 + [0, 2, 3][bytes % 3]
+}
+
+/// Whether `input` starts with `chars` bytes of the alphabet, that is whether
+/// `base64_decode(input, false, ..)` writes at least as many bytes as `chars` stand for.
+/// Only those bytes are read, without a branch per byte: a rule whose matches are short
+/// asks this of every value.
+pub(crate) fn starts_with_base64_run(input: &[u8], chars: usize) -> bool {
+    // FOREIGN has the top bits set, no sextet has: one test for the whole run.
+    input.get(..chars).is_some_and(|head| {
+        head.iter()
+            .fold(0, |seen, &b| seen | SEXTETS[usize::from(b)])
+            & 0xc0
+            == 0
+    })
 }
 
 /// What `SEXTETS` holds for a byte outside the alphabet.
@@ -419,7 +428,9 @@ pub(crate) fn hex_decode(input: &[u8], out: &mut Vec<u8>) {
 
 #[cfg(test)]
 mod tests {
-    use super::{base64_decode, base64_decoded_len, base64_decodes_at_least, url_decode};
+    use super::{
+        base64_chars_for, base64_decode, base64_decoded_len, starts_with_base64_run, url_decode,
+    };
     use base64::engine::{general_purpose::GeneralPurpose, DecodePaddingMode};
     use base64::Engine;
 
@@ -470,7 +481,7 @@ mod tests {
                         let len = out.len() - 4;
                         assert_eq!(base64_decoded_len(&input), len, "{input:?}");
                         for min in 0..40 {
-                            let at_least = base64_decodes_at_least(&input, min);
+                            let at_least = starts_with_base64_run(&input, base64_chars_for(min));
                             assert_eq!(at_least, len >= min, "{input:?} {min}");
                         }
                     }

@@ -416,6 +416,31 @@ impl Transaction {
                 hit = self.check(rule, &item.value, want_captures.then_some(&mut *captures));
                 value = Cow::Borrowed(&item.value);
             }
+            Some(slot)
+                if rule.length_check.is_some_and(|(before, chars)| {
+                    !crate::decode::starts_with_base64_run(&item.value, chars)
+                        && cache.changes_nothing(
+                            slot,
+                            &item.value,
+                            before,
+                            rules.chains.len(),
+                            mask,
+                        )
+                }) =>
+            {
+                // multiMatch; the steps before the rule's base64Decode leave the value as
+                // it is, and the decoding makes fewer bytes than any match (see
+                // `length_bound`): only the value as collected can match, and nothing is
+                // computed unless it does (MATCHED_VAR is then the whole chain's value).
+                hit = absent.is_none()
+                    && self.check(rule, &item.value, want_captures.then_some(&mut *captures));
+                value = if hit {
+                    let (v, _) = cache.get(slot, &item.value, rule.chain, &rules.chains, None);
+                    Cow::Borrowed(v)
+                } else {
+                    Cow::Borrowed(&item.value)
+                };
+            }
             Some(slot) => {
                 // multiMatch: the value before and after each transformation that
                 // changes it (a changed value is a different buffer).
@@ -428,30 +453,10 @@ impl Transaction {
                 // The steps after the last one that may write anything are computed only
                 // if its value can come to hold one of the filter's bytes (see `reach`).
                 let reachable = |v: &[u8]| rule.reach_check.is_none_or(|(_, d)| d.found_in(v));
-                // Before a base64Decode: whether what it decodes can be as long as a match
-                // (see `length_bound`). It comes first: the reach check follows the last
-                // step that may write anything, that decoding or a later one.
-                let long_enough = |v: &[u8]| {
-                    rule.length_check
-                        .is_none_or(|(_, min)| crate::decode::base64_decodes_at_least(v, min))
+                let check = match (rule.reach_check, rule.negated) {
+                    (Some((at, _)), false) => Some((at, &reachable as &dyn Fn(&[u8]) -> bool)),
+                    _ => None,
                 };
-                let (both, one);
-                let checks: &[crate::values::StepCheck<'_>] =
-                    match (rule.length_check, rule.reach_check, rule.negated) {
-                        (Some((l, _)), Some((r, _)), false) => {
-                            both = [(l, &long_enough as &dyn Fn(&[u8]) -> bool), (r, &reachable)];
-                            &both
-                        }
-                        (Some((l, _)), None, false) => {
-                            one = [(l, &long_enough as &dyn Fn(&[u8]) -> bool)];
-                            &one
-                        }
-                        (None, Some((r, _)), false) => {
-                            one = [(r, &reachable as &dyn Fn(&[u8]) -> bool)];
-                            &one
-                        }
-                        _ => &[],
-                    };
                 let mut steps = SmallVec::new();
                 cache.steps(
                     slot,
@@ -459,7 +464,7 @@ impl Transaction {
                     rule.chain,
                     &rules.chains,
                     &mut steps,
-                    checks,
+                    check,
                 );
                 for (&node, &step) in path.iter().zip(&steps) {
                     if !h && seen != Some(step) {
@@ -483,7 +488,7 @@ impl Transaction {
                         rule.chain,
                         &rules.chains,
                         &mut steps,
-                        &[],
+                        None,
                     );
                 }
                 let last = steps.last().copied().flatten();

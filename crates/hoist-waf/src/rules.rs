@@ -50,10 +50,11 @@ pub struct Rule {
     /// left are computed only if that step's value holds one of the bytes given with it
     /// (see `reach::check_point`).
     pub(crate) reach_check: Option<(usize, crate::reach::ByteSet)>,
-    /// For a multiMatch regex rule: the index in its chain's path of the node before a
-    /// base64Decode after which no step lengthens a value, and the regex's shortest match;
-    /// a value there that decodes to fewer bytes cannot match later (see `length_bound`).
-    pub(crate) length_check: Option<(usize, usize)>,
+    /// For a multiMatch regex rule: the transformations (`Chains::mask`) before a
+    /// base64Decode after which no step lengthens a value, and how many alphabet bytes a
+    /// value must start with there to decode to the regex's shortest match; one that does
+    /// not cannot match from the decoding on (see `length_bound`).
+    pub(crate) length_check: Option<(u64, usize)>,
     /// A value as collected that holds none of these bytes cannot match: the operator
     /// needs a byte no step of the chain can bring (see `reach::value_needs`).
     pub(crate) needs: Option<crate::reach::ByteSet>,
@@ -221,8 +222,9 @@ impl RuleSet {
                         if rule.actions.multi_match && !rule.negated =>
                     {
                         crate::length_bound::regex_min_len(re.as_str()).and_then(|min| {
-                            crate::length_bound::length_point(&self.chains, rule.chain)
-                                .map(|at| (at, min))
+                            let before =
+                                crate::length_bound::before_decoding(&self.chains, rule.chain)?;
+                            Some((before, crate::decode::base64_chars_for(min)))
                         })
                     }
                     _ => None,

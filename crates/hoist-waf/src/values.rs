@@ -306,9 +306,9 @@ impl ValueCache {
     /// step), into `out` as buffer numbers (`None`: the original; see `step_value`): what a
     /// multiMatch rule tests, for one region lookup instead of one `get` per step. Steps
     /// that changed nothing share their input's number, so consecutive equal numbers are
-    /// one value. Each of `checks` (in path order), `(i, more)`: the path is computed up to
-    /// its node `i` first, and the nodes after it only if `more(value at i)` says so (else
-    /// `out` ends at node `i`).
+    /// one value. With `check = Some((i, more))`, the path is computed up to its node `i`
+    /// first, and the nodes after it only if `more(value at i)` says so (else `out` ends at
+    /// node `i`).
     pub fn steps(
         &mut self,
         slot: Slot,
@@ -316,7 +316,7 @@ impl ValueCache {
         chain: ChainId,
         chains: &Chains,
         out: &mut smallvec::SmallVec<[Option<usize>; 16]>,
-        checks: &[StepCheck<'_>],
+        check: Option<StepCheck<'_>>,
     ) {
         out.clear();
         let path = chains.path(chain);
@@ -326,8 +326,8 @@ impl ValueCache {
             return;
         };
         let mut last = path.len();
-        if self.find(region, chain).is_none() {
-            for &(at, more) in checks {
+        match check {
+            Some((at, more)) if self.find(region, chain).is_none() => {
                 let node = path.get(at).copied().unwrap_or(EMPTY_CHAIN);
                 if node != EMPTY_CHAIN && self.find(region, node).is_none() {
                     // The nodes up to the check, from their longest cached prefix.
@@ -335,9 +335,9 @@ impl ValueCache {
                 }
                 if !more(self.resolve(self.node_value(region, node), original)) {
                     last = at + 1;
-                    break;
                 }
             }
+            _ => {}
         }
         if last == path.len() && self.find(region, chain).is_none() {
             // Computes and caches every node of the path below its longest cached prefix.
