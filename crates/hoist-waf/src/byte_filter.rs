@@ -41,9 +41,7 @@ impl ByteFilter {
 
     /// False when `value` holds none of the bytes: the regex cannot match it.
     pub(crate) fn may_match(&self, value: &[u8]) -> bool {
-        value
-            .iter()
-            .any(|&b| b < 128 && self.bits & (1u128 << b) != 0)
+        self.bytes().found_in(value)
     }
 }
 

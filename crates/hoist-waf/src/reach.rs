@@ -97,10 +97,19 @@ impl ByteSet {
     }
 
     /// Whether `value` holds one of the bytes.
+    ///
+    /// Eight bytes are tested before each branch rather than one: most values hold none of
+    /// the bytes, so every byte is read either way (934100's byte filter, the validation
+    /// rules' needed bytes; -28k instructions on the engine bench's form POST).
     pub fn found_in(&self, value: &[u8]) -> bool {
-        value
-            .iter()
-            .any(|&b| self.bits[usize::from(b >> 6) & 3] & (1 << (b & 63)) != 0)
+        let bit = |b: u8| self.bits[usize::from(b >> 6) & 3] >> (b & 63) & 1;
+        let mut eights = value.chunks_exact(8);
+        for eight in &mut eights {
+            if eight.iter().fold(0, |acc, &b| acc | bit(b)) != 0 {
+                return true;
+            }
+        }
+        eights.remainder().iter().any(|&b| bit(b) != 0)
     }
 
     pub fn meets(&self, other: &ByteSet) -> bool {
@@ -470,5 +479,27 @@ mod tests {
         assert!(may_reach(b"A,B", [CmdLine].into_iter(), &SPACE));
         // Nothing left to apply: the value's own bytes.
         assert!(!may_reach(b"a%28b", std::iter::empty(), &paren));
+    }
+
+    /// `found_in` tests eight bytes before each branch: a needed byte is found at every
+    /// position of values of every length around those eights, and a value without one is
+    /// passed over whatever its length.
+    #[test]
+    fn found_in_finds_a_byte_anywhere() {
+        let set = ByteSet::from_bytes(b"(\xff");
+        for len in 0..40 {
+            let plain = vec![b'a'; len];
+            assert!(!set.found_in(&plain), "{len}");
+            for at in 0..len {
+                for b in [b'(', 0xff] {
+                    let mut v = plain.clone();
+                    v[at] = b;
+                    assert!(set.found_in(&v), "{b:#x} at {at} of {len}");
+                }
+                let mut v = plain.clone();
+                v[at] = b')';
+                assert!(!set.found_in(&v), "')' at {at} of {len}");
+            }
+        }
     }
 }
