@@ -247,17 +247,31 @@ impl ValueCache {
     }
 
     /// Start in `table` of `slot`'s region (`region_len(chains)` long), allocated on first use.
+    /// Asked ~4,000 times per form POST, mostly for regions that exist: that case reads
+    /// two vectors and writes nothing (growing the list and the table is `new_region`'s).
+    #[inline]
     fn region(&mut self, slot: Slot, chains: usize) -> Option<usize> {
+        let base = match slot {
+            Slot::Scalar(code) => self.scalars.get(usize::from(code)),
+            Slot::Member { list, index } => self
+                .lists
+                .get(usize::from(list))
+                .and_then(|l| l.get(index as usize)),
+        };
+        match base {
+            Some(&b) if b > 0 => Some(b as usize - 1),
+            _ => self.new_region(slot, chains),
+        }
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn new_region(&mut self, slot: Slot, chains: usize) -> Option<usize> {
         let next = self.table.len();
         let base = self.base_mut(slot)?;
-        match *base {
-            0 => {
-                *base = u32::try_from(next + 1).ok()?;
-                self.table.resize(next + region_len(chains), 0);
-                Some(next)
-            }
-            b => Some(b as usize - 1),
-        }
+        *base = u32::try_from(next + 1).ok()?;
+        self.table.resize(next + region_len(chains), 0);
+        Some(next)
     }
 
     /// The value of chain `chain` in the region starting at `region`, once computed.
