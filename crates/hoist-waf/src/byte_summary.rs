@@ -28,21 +28,20 @@ impl ByteTargets {
     /// Per target of `targets`, its id; `None` for a target whose values may change during
     /// a phase (TX, MATCHED_*), a count, or one that is not visited value by value (XML).
     pub fn assign(&mut self, targets: &Targets) -> Vec<Option<u32>> {
-        targets
-            .targets
-            .iter()
-            .map(|t| {
-                if !stable(t.var) || !Transaction::visitable(t) {
-                    return None;
-                }
-                let next = u32::try_from(self.targets.len()).ok()?;
-                let id = *self.index.entry(target_key(t)).or_insert(next);
-                if id == next {
-                    self.targets.push(t.clone());
-                }
-                Some(id)
-            })
-            .collect()
+        targets.targets.iter().map(|t| self.assign_one(t)).collect()
+    }
+
+    /// `assign` for one target.
+    pub fn assign_one(&mut self, t: &Target) -> Option<u32> {
+        if !stable(t.var) || !Transaction::visitable(t) {
+            return None;
+        }
+        let next = u32::try_from(self.targets.len()).ok()?;
+        let id = *self.index.entry(target_key(t)).or_insert(next);
+        if id == next {
+            self.targets.push(t.clone());
+        }
+        Some(id)
     }
 
     pub fn into_targets(self) -> Vec<Target> {
@@ -72,7 +71,7 @@ impl Transaction {
     }
 
     /// The bytes the values of byte target `id` hold, computed on first use.
-    fn target_bytes(&mut self, id: u32) -> Option<ByteSet> {
+    pub(crate) fn target_bytes(&mut self, id: u32) -> Option<ByteSet> {
         let at = id as usize;
         if let Some(&Some(known)) = self.gate_cache.byte_sets.get(at) {
             return Some(known);

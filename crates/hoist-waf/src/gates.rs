@@ -381,6 +381,13 @@ impl Transaction {
                 return Some(at as usize - 1);
             }
         }
+        if self.gate_closed_by_bytes(gi) {
+            // No rule on the gate can match a value of its target (see `gate_bytes`).
+            let words = self.rules.prefilter().map_or(0, Prefilter::words);
+            let start = self.gate_cache.bits.len();
+            self.gate_cache.bits.resize(start + words, 0);
+            return self.record_union(gi, start);
+        }
         // Moved out so they can grow while collected items borrow the transaction.
         let mut cache = self.values.take().unwrap_or_default();
         let mut bits = std::mem::take(&mut self.gate_cache.bits);
@@ -393,7 +400,11 @@ impl Transaction {
         self.gate_cache.bits = bits;
         self.gate_cache.targets = targets;
         self.gate_cache.reduced = reduced;
-        let start = start?;
+        self.record_union(gi, start?)
+    }
+
+    /// Notes that gate `gi`'s union starts at `start` in the cache.
+    fn record_union(&mut self, gi: usize, start: usize) -> Option<usize> {
         if self.gate_cache.at.len() <= gi {
             self.gate_cache.at.resize(gi + 1, 0);
         }

@@ -25,6 +25,7 @@ mod decode;
 pub mod error;
 mod eval;
 mod folded_contains;
+mod gate_bytes;
 mod gate_runs;
 mod gates;
 mod heads;

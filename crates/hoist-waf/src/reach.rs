@@ -85,7 +85,7 @@ impl ByteSet {
         ByteSet { bits }
     }
 
-    const fn union(self, other: ByteSet) -> ByteSet {
+    pub(crate) const fn union(self, other: ByteSet) -> ByteSet {
         ByteSet {
             bits: [
                 self.bits[0] | other.bits[0],

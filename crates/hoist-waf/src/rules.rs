@@ -138,6 +138,9 @@ pub struct RuleSet {
     pub(crate) byte_targets: Vec<crate::variables::Target>,
     /// The (target, chain) pairs rules are gated on, indexed by gate id.
     pub(crate) gates: Vec<crate::gates::GateDef>,
+    /// Per gate id, the bytes its rules need and its target's byte target id (see
+    /// `gate_bytes`).
+    pub(crate) gate_bytes: crate::gate_bytes::GateBytes,
     /// Per gate id, what its union's computation reads first (see `GateKey`).
     pub(crate) gate_keys: Vec<crate::gates::GateKey>,
     /// Per gate target id, whether some gate on it transforms (see `gates::summarize`).
@@ -310,6 +313,13 @@ impl RuleSet {
             }
         }
         (self.gates, self.gate_sets) = gates.into_parts();
+        self.gate_bytes = crate::gate_bytes::build(
+            &self.phases,
+            &self.gates,
+            &self.gate_sets,
+            &self.chains,
+            &mut byte_targets,
+        );
         self.byte_targets = byte_targets.into_targets();
         self.shared_gate_sets = shared_sets(&self.phases, self.gate_sets.len());
         self.gate_keys = crate::gates::GateKey::of(&self.gates, &self.chains);
@@ -454,6 +464,7 @@ impl Builder {
             made_by_prefilters: Vec::new(),
             byte_targets: Vec::new(),
             gates: Vec::new(),
+            gate_bytes: Vec::new(),
             gate_keys: Vec::new(),
             transformed_targets: Vec::new(),
             gate_sets: Vec::new(),

@@ -361,6 +361,32 @@ SecRule ARGS|!ARGS:b "@validateUtf8Encoding" "id:3,phase:2,pass,nolog,t:none,set
     assert_eq!(tx_var(&tx, "excluded").as_deref(), Some("ARGS:a"));
 }
 
+/// A union closed by its target's bytes (see `gate_bytes`) still opens for a byte the chain
+/// makes, and for a rule on the same gate that needs no byte.
+#[test]
+fn a_gate_closed_by_bytes_opens_for_bytes_the_chain_can_make() {
+    let r = rules(
+        r#"SecRequestBodyAccess On
+SecRule ARGS "@rx url\(javascript" "id:1,phase:2,pass,nolog,t:none,t:urlDecodeUni,t:removeWhitespace,setvar:tx.one=%{matched_var_name}"
+SecRule ARGS "@rx url\(javascript" "id:2,phase:2,pass,nolog,t:none,t:removeWhitespace,setvar:tx.two=%{matched_var_name}"
+SecRule ARGS "@rx plainword" "id:3,phase:2,pass,nolog,t:none,t:removeWhitespace,setvar:tx.three=%{matched_var_name}"
+"#,
+    );
+    let tx = post(&r, "/", b"a=url+javascript&b=plain+word");
+    assert_eq!(tx_var(&tx, "one"), None);
+    assert_eq!(tx_var(&tx, "two"), None);
+    // Rule 3 shares rule 2's gate and needs no punctuation: the gate stays open for it.
+    assert_eq!(tx_var(&tx, "three").as_deref(), Some("ARGS:b"));
+    // The `(` as sent, between words removeWhitespace joins.
+    let tx = post(&r, "/", b"a=plain&b=url(+java+script");
+    assert_eq!(tx_var(&tx, "one").as_deref(), Some("ARGS:b"));
+    assert_eq!(tx_var(&tx, "two").as_deref(), Some("ARGS:b"));
+    // The `(` only after urlDecodeUni (`%2528` is `%28` once the body is parsed).
+    let tx = post(&r, "/", b"a=plain&b=url%2528+javascript");
+    assert_eq!(tx_var(&tx, "one").as_deref(), Some("ARGS:b"));
+    assert_eq!(tx_var(&tx, "two"), None);
+}
+
 #[test]
 fn gate_computed_in_phase_1_sees_the_body_arguments_of_phase_2() {
     // Rule 1 makes phase 1 compute the ARGS union (query only); rule 2 uses the same
