@@ -43,6 +43,18 @@ impl ByteFilter {
     pub(crate) fn may_match(&self, value: &[u8]) -> bool {
         self.bytes().found_in(value)
     }
+
+    /// Whether `t`'s output lacks the bytes whenever its input does: it only removes bytes,
+    /// or adds others, whatever the input holds (`reach::Adds`). Then a multiMatch step by
+    /// `t` after a value the filter ruled out is ruled out too, unread.
+    pub(crate) fn kept_out_by(&self, t: crate::transforms::Transform) -> bool {
+        match t.adds() {
+            crate::reach::Adds::Bytes { trigger, extra } => {
+                trigger == crate::reach::ByteSet::default() && !extra.meets(&self.bytes())
+            }
+            crate::reach::Adds::Anything => false,
+        }
+    }
 }
 
 /// Whether a byte may stand for a requirement: ASCII, neither a letter, a digit nor
@@ -130,6 +142,36 @@ mod tests {
         assert_eq!(bytes_of(r"(?s-u)a\.?b"), None);
         assert_eq!(bytes_of(r"(?s-u)x[^a-z]y"), None);
         assert_eq!(bytes_of(r"(?s-u)a[0-9]b"), None);
+    }
+
+    /// Steps that only remove bytes, or add none of the filter's whatever their input,
+    /// keep a value without them without; a trigger or an added filter byte does not.
+    #[test]
+    fn steps_that_keep_filter_bytes_out() {
+        use crate::transforms::Transform::*;
+        let f = ByteFilter::of_regex(r"(?s-u)a/b|c\(d").unwrap();
+        for t in [
+            RemoveWhitespace,
+            RemoveNulls,
+            Trim,
+            CompressWhitespace,
+            Lowercase,
+            CmdLine,
+        ] {
+            assert!(f.kept_out_by(t), "{t:?}");
+        }
+        // `\` becomes `/`; `%2f`, `\x2f`, `&#47;` and base64 can make anything.
+        for t in [
+            NormalisePathWin,
+            UrlDecodeUni,
+            JsDecode,
+            HtmlEntityDecode,
+            Base64Decode,
+        ] {
+            assert!(!f.kept_out_by(t), "{t:?}");
+        }
+        let g = ByteFilter::of_regex(r"(?s-u)c\(d").unwrap();
+        assert!(g.kept_out_by(NormalisePathWin));
     }
 
     #[test]

@@ -466,15 +466,39 @@ impl Transaction {
                     &mut steps,
                     check,
                 );
-                for (&node, &step) in path.iter().zip(&steps) {
+                // The value at the reach check when it stopped the walk: it lacks the bytes
+                // the later steps need to make a filter byte, the filter's own among them.
+                let stopped_at = (steps.len() < path.len()).then(|| steps.len() - 1);
+                // Whether the value before the current step is known to lack every byte of
+                // the rule's byte filter (see `ByteFilter::kept_out_by`).
+                let mut filtered_out = false;
+                for (i, (&node, &step)) in path.iter().zip(&steps).enumerate() {
                     if !h && seen != Some(step) {
                         let v = cache.step_value(step, &item.value);
-                        let skip = absent.is_some_and(|keeping| {
-                            rules.chains.mask(node) & !keeping == 0
-                                || v.eq_ignore_ascii_case(&item.value)
-                        }) || scanned_without(cache, step, prefilter, rule.negated);
+                        let kept_out = stopped_at == Some(i)
+                            || filtered_out
+                                && rule.byte_filter.is_some_and(|f| {
+                                    rules
+                                        .chains
+                                        .node(node)
+                                        .transform
+                                        .is_some_and(|t| f.kept_out_by(t))
+                                });
+                        let skip = kept_out
+                            || absent.is_some_and(|keeping| {
+                                rules.chains.mask(node) & !keeping == 0
+                                    || v.eq_ignore_ascii_case(&item.value)
+                            })
+                            || scanned_without(cache, step, prefilter, rule.negated);
+                        filtered_out = kept_out;
                         if !skip {
-                            h = self.check(rule, v, want_captures.then_some(&mut *captures));
+                            // `check`, keeping what the filter said.
+                            if rule.byte_filter.is_some_and(|f| !f.may_match(v)) {
+                                filtered_out = true;
+                            } else {
+                                let caps = want_captures.then_some(&mut *captures);
+                                h = rule.operator.evaluate(v, self, caps) != rule.negated;
+                            }
                         }
                     }
                     seen = Some(step);

@@ -387,6 +387,31 @@ SecRule ARGS "@rx plainword" "id:3,phase:2,pass,nolog,t:none,t:removeWhitespace,
     assert_eq!(tx_var(&tx, "two"), None);
 }
 
+/// A multiMatch step after a value its byte filter ruled out is passed over only when the
+/// step cannot make one of the filter's bytes (see `ByteFilter::kept_out_by`).
+#[test]
+fn multimatch_steps_after_a_filtered_value_are_read_when_they_can_make_a_filter_byte() {
+    let r = rules(
+        r#"SecRequestBodyAccess On
+SecRule ARGS "@rx foo.*/" "id:1,phase:2,pass,nolog,multiMatch,t:none,t:normalisePathWin,setvar:tx.one=%{matched_var}"
+SecRule ARGS "@rx a\(b" "id:2,phase:2,pass,nolog,multiMatch,t:none,t:removeWhitespace,t:base64Decode,setvar:tx.two=%{matched_var}"
+"#,
+    );
+    // `foo\xx...` lacks the `/`, which normalisePathWin makes. (Longer than the prefilter
+    // scans, so that its filter, not its literals' absence, rules out the value as sent.)
+    let mut body = b"x=foo%5C".to_vec();
+    body.resize(body.len() + 5000, b'x');
+    let tx = post(&r, "/", &body);
+    let one = tx_var(&tx, "one").unwrap_or_default();
+    assert!(one.starts_with("foo/xxx"), "{one:.20}");
+    // removeWhitespace makes no `(`: `YShi` is passed over like `YS hi`; its base64 is `a(b`.
+    let tx = post(&r, "/", b"x=YS+hi");
+    assert_eq!(tx_var(&tx, "two").as_deref(), Some("a(b"));
+    let tx = post(&r, "/", b"x=plain+words");
+    assert_eq!(tx_var(&tx, "one"), None);
+    assert_eq!(tx_var(&tx, "two"), None);
+}
+
 #[test]
 fn gate_computed_in_phase_1_sees_the_body_arguments_of_phase_2() {
     // Rule 1 makes phase 1 compute the ARGS union (query only); rule 2 uses the same
