@@ -52,12 +52,14 @@ pub(crate) fn build(
         let mut link = Some(&**head);
         while let Some(rule) = link {
             let set = rule.gate_set.and_then(|s| gate_sets.get(s as usize));
+            // Read off the regex once per link, not once per gate (a target each).
+            let wanted = set.and_then(|_| rule_bytes(rule));
             for &g in set.map_or(&[][..], |s| &s[..]) {
                 let (Some(def), Some(n)) = (gates.get(g as usize), needs.get_mut(g as usize))
                 else {
                     continue;
                 };
-                let bytes = rule_bytes(rule).and_then(|w| value_needs(chains, def.chain, &w));
+                let bytes = wanted.and_then(|w| value_needs(chains, def.chain, &w));
                 *n = match (*n, bytes) {
                     (Needs::Nothing, _) | (_, None) => Needs::Nothing,
                     (Needs::NoRule, Some(b)) => Needs::Bytes(b),
