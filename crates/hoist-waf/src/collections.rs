@@ -258,15 +258,13 @@ impl Transaction {
                         }
                     }
                     sel => {
-                        for (k, v) in self.tx.iter() {
-                            if sel.matches_folded(k) {
-                                out.push(Item {
-                                    var,
-                                    key: Cow::Borrowed(k),
-                                    value: Cow::Borrowed(v),
-                                    slot: None,
-                                });
-                            }
+                        for (k, v) in self.tx.matching_in_order(|k| sel.matches_folded(k)) {
+                            out.push(Item {
+                                var,
+                                key: Cow::Borrowed(k),
+                                value: Cow::Borrowed(v),
+                                slot: None,
+                            });
                         }
                     }
                 }

@@ -8,15 +8,36 @@
 //! dozen or two (scores, per-header names). Every write goes through this type, which notes
 //! each name once; `reset_to` then restores only those, and rewrites the whole map only when
 //! it was not reset from the same base before.
+//!
+//! TX keeps its names in the order they were added (ModSecurity 2's tables do): a target
+//! such as `TX:/^rfi_parameter_/` yields its members in that order, so which one a chain's
+//! MATCHED_VAR names does not depend on the hash map's seed or history (it did: the same
+//! request logged `TX:rfi_parameter_args:loc` in one transaction and `...:referer` in
+//! another).
 
 use std::collections::HashMap;
 
-/// A plain TX map: the constant block's snapshot.
-pub(crate) type TxMap = HashMap<String, Vec<u8>, foldhash::fast::RandomState>;
+/// A plain TX map: the constant block's snapshot, with each name's place in TX's order.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(crate) struct TxMap {
+    vars: HashMap<String, (u64, Vec<u8>), foldhash::fast::RandomState>,
+    /// More than any name's place: where names added after this snapshot go.
+    next_born: u64,
+}
+
+impl TxMap {
+    #[cfg(test)]
+    fn insert(&mut self, name: String, value: Vec<u8>) {
+        self.vars.insert(name, (self.next_born, value));
+        self.next_born += 1;
+    }
+}
 
 #[derive(Debug, Clone)]
 struct Var {
     value: Vec<u8>,
+    /// Its place in TX's order: when the name was added.
+    born: u64,
     /// Whether the name is in `TxVars::written`.
     written: bool,
 }
@@ -37,6 +58,8 @@ pub(crate) struct TxVars {
     /// Name and value buffers of entries a reset removed, for `insert_from` to fill: CRS
     /// adds the same per-header names (920450's) on every request.
     spare: Vec<(String, Vec<u8>)>,
+    /// The place the next added name takes.
+    next_born: u64,
 }
 
 /// At most this many removed entries' buffers are kept, each at most `MAX_SPARE_BYTES`
@@ -61,8 +84,19 @@ impl TxVars {
         self.map.get_key_value(name).map(|(k, v)| (k, &v.value))
     }
 
-    pub fn iter(&self) -> impl Iterator<Item = (&String, &Vec<u8>)> {
-        self.map.iter().map(|(k, v)| (k, &v.value))
+    /// The names `keep` accepts, with their values, in the order they were added.
+    pub fn matching_in_order(
+        &self,
+        keep: impl Fn(&str) -> bool,
+    ) -> smallvec::SmallVec<[(&String, &Vec<u8>); 8]> {
+        let mut found: smallvec::SmallVec<[(u64, &String, &Vec<u8>); 8]> = self
+            .map
+            .iter()
+            .filter(|(k, _)| keep(k))
+            .map(|(k, v)| (v.born, k, &v.value))
+            .collect();
+        found.sort_unstable_by_key(|&(born, _, _)| born);
+        found.into_iter().map(|(_, k, v)| (k, v)).collect()
     }
 
     pub fn is_empty(&self) -> bool {
@@ -111,9 +145,11 @@ impl TxVars {
             name,
             Var {
                 value,
+                born: self.next_born,
                 written: true,
             },
         );
+        self.next_born += 1;
     }
 
     /// `name` := `value`, into the old value's buffer when there is one.
@@ -156,28 +192,35 @@ impl TxVars {
             written_len,
             tracked,
             spare,
+            next_born,
         } = self;
-        let restore = |map: &mut HashMap<String, Var, _>, name: &String, value: &Vec<u8>| match map
-            .get_mut(name)
-        {
-            Some(var) => {
-                var.value.clone_from(value);
-                var.written = false;
-            }
-            None => {
-                map.insert(
-                    name.clone(),
-                    Var {
-                        value: value.clone(),
-                        written: false,
-                    },
-                );
-            }
-        };
+        let restore =
+            |map: &mut HashMap<String, Var, _>, name: &String, &(born, ref value)| match map
+                .get_mut(name)
+            {
+                Some(var) => {
+                    var.value.clone_from(value);
+                    var.born = born;
+                    var.written = false;
+                }
+                None => {
+                    map.insert(
+                        name.clone(),
+                        Var {
+                            value: Vec::clone(value),
+                            born,
+                            written: false,
+                        },
+                    );
+                }
+            };
+        // Names added from now on come after every name of the base.
+        *next_born = (*next_born).max(base.next_born);
+        let base_vars = &base.vars;
         if *tracked {
             for name in written.iter().take(*written_len) {
-                match base.get_key_value(name.as_str()) {
-                    Some((name, value)) => restore(map, name, value),
+                match base_vars.get_key_value(name.as_str()) {
+                    Some((name, var)) => restore(map, name, var),
                     None => {
                         if let Some((key, var)) = map.remove_entry(name.as_str()) {
                             if spare.len() < MAX_SPARE
@@ -190,25 +233,32 @@ impl TxVars {
                 }
             }
         } else {
-            map.retain(|name, _| base.contains_key(name));
-            for (name, value) in base {
-                restore(map, name, value);
+            map.retain(|name, _| base_vars.contains_key(name));
+            for (name, var) in base_vars {
+                restore(map, name, var);
             }
         }
         *written_len = 0;
         *tracked = true;
         debug_assert!(
-            self.map.len() == base.len()
-                && base
-                    .iter()
-                    .all(|(k, v)| self.map.get(k).is_some_and(|x| &x.value == v && !x.written)),
+            self.map.len() == base_vars.len()
+                && base_vars.iter().all(|(k, (born, v))| {
+                    self.map
+                        .get(k)
+                        .is_some_and(|x| &x.value == v && x.born == *born && !x.written)
+                }),
             "TX after a reset differs from its base"
         );
     }
 
     /// A plain copy, for the constant plan's snapshot.
     pub fn to_map(&self) -> TxMap {
-        self.iter().map(|(k, v)| (k.clone(), v.clone())).collect()
+        TxMap {
+            vars: (self.map.iter())
+                .map(|(k, v)| (k.clone(), (v.born, v.value.clone())))
+                .collect(),
+            next_born: self.next_born,
+        }
     }
 }
 
@@ -237,7 +287,7 @@ mod tests {
     }
 
     fn equals(tx: &TxVars, base: &TxMap) -> bool {
-        tx.to_map() == *base
+        tx.to_map().vars == base.vars
     }
 
     #[test]
@@ -281,5 +331,38 @@ mod tests {
         tx.set("score", b"9");
         tx.reset_to(&base);
         assert!(equals(&tx, &base));
+    }
+
+    fn order(tx: &TxVars) -> Vec<String> {
+        tx.matching_in_order(|_| true)
+            .into_iter()
+            .map(|(k, _)| k.clone())
+            .collect()
+    }
+
+    /// Names come in the order they were added; a reset brings back the base's order, and
+    /// names added after it come after the base's, also when the base held them once.
+    #[test]
+    fn names_keep_the_order_they_were_added_in_across_resets() {
+        let mut base = TxMap::default();
+        for name in ["h", "c", "f", "a", "g"] {
+            base.insert(name.into(), b"1".to_vec());
+        }
+        let mut tx = TxVars::default();
+        tx.set("stale", b"1");
+        for round in 0..3 {
+            tx.reset_to(&base);
+            assert_eq!(order(&tx), ["h", "c", "f", "a", "g"], "round {round}");
+            tx.set("z", b"1");
+            tx.remove("c");
+            tx.set("c", b"2");
+            tx.set("f", b"3");
+            tx.set("b", b"1");
+            assert_eq!(
+                order(&tx),
+                ["h", "f", "a", "g", "z", "c", "b"],
+                "round {round}"
+            );
+        }
     }
 }

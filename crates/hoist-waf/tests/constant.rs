@@ -292,3 +292,29 @@ SecRule ARGS:a "@rx ." "id:20,phase:1,pass,nolog,setvar:'tx.a=%{ARGS.a}',setvar:
         assert_eq!(plain.tx_var("extra"), None);
     }
 }
+
+/// A TX target with a regex selector yields its members in the order they were added
+/// (ModSecurity 2's tables keep that order; a hash map's order changes with its seed and
+/// history), whether TX comes from the constant plan's block or from evaluating every rule,
+/// and on each of several transactions (the map is reused between them). Eight names: a
+/// map that ignored the order would pass by chance once in 40,320 runs.
+#[test]
+fn tx_members_come_in_the_order_they_were_added() {
+    let r = rules(
+        r#"
+SecAction "id:1,phase:1,pass,nolog,setvar:tx.order=o,setvar:tx.p_h=h,setvar:tx.p_c=c,setvar:tx.p_f=f,setvar:tx.p_a=a,setvar:tx.p_g=g,setvar:tx.p_b=b,setvar:tx.p_e=e,setvar:tx.p_d=d"
+SecRule REQUEST_URI "@rx ^/(\w)" "id:2,phase:1,pass,nolog,capture,setvar:tx.p_%{tx.1}=%{tx.1},setvar:tx.p_y=y"
+SecRule TX:/^p_/ "@rx ." "id:3,phase:1,pass,nolog,setvar:'tx.order=%{tx.order}%{MATCHED_VAR}'"
+"#,
+    );
+    for uri in ["/x", "/z", "/x", "/q"] {
+        let tx = both(&r, uri, &["order"]);
+        let added = &uri[1..];
+        let want = format!("ohcfagbed{added}y");
+        assert_eq!(
+            tx.tx_var("order").map(String::from_utf8_lossy),
+            Some(want.as_str().into()),
+            "{uri}"
+        );
+    }
+}
