@@ -161,6 +161,8 @@ pub struct RuleSet {
     pub(crate) constant_plan: OnceLock<ConstantPlan>,
     /// Finished transactions' working memory, for the next ones (see `scratch`).
     pub(crate) scratch: crate::scratch::ScratchPool,
+    /// False for a set built by [`RuleSet::from_str_without_shortcuts`].
+    pub(crate) shortcuts: bool,
 }
 
 impl RuleSet {
@@ -175,6 +177,20 @@ impl RuleSet {
 
     pub fn from_directives(directives: Vec<Directive>) -> Result<RuleSet, Error> {
         Builder::default().build(directives)
+    }
+
+    /// The rules of `text` evaluated without any of the shortcuts worked out at load: no
+    /// prefilter, gates or value classes, no byte filters, needed bytes, length bounds or
+    /// folded `@contains`, no regex groups and no constant plan. Every rule reads every
+    /// value of its targets and runs its operator, as the rules are written. It exists to
+    /// check the shortcuts: the same requests must match the same rules either way (the
+    /// CRS corpus test and the `request_variables` fuzz target compare the two).
+    pub fn from_str_without_shortcuts(text: &str, origin: &Path) -> Result<RuleSet, Error> {
+        let builder = Builder {
+            shortcuts: false,
+            ..Builder::default()
+        };
+        builder.build(parser::parse_str(text, origin)?)
     }
 
     pub fn rule_count(&self) -> usize {
@@ -327,6 +343,18 @@ impl RuleSet {
         weak_slots
     }
 
+    /// `intern_chains` without the shortcuts: only each link's chain id.
+    fn intern_chains_only(&mut self) {
+        for entry in self.phases.iter_mut().flatten() {
+            let Entry::Rule(head) = entry else { continue };
+            let mut link: Option<&mut Rule> = Some(head);
+            while let Some(rule) = link {
+                rule.chain = self.chains.intern(&rule.transforms);
+                link = rule.chained.as_deref_mut();
+            }
+        }
+    }
+
     fn resolve_skip_after(&mut self) {
         for list in &mut self.phases {
             let markers: Vec<(usize, String)> = list
@@ -415,7 +443,6 @@ impl RuleSet {
     }
 }
 
-#[derive(Default)]
 struct Builder {
     defaults: [DefaultAction; 5],
     /// Rules in definition order; a chain is one entry.
@@ -423,6 +450,21 @@ struct Builder {
     /// The chain being built: index in `rules`, depth.
     open_chain: Option<usize>,
     pending_updates: Vec<(Directive, bool)>,
+    /// Whether the load works out the evaluation shortcuts (see
+    /// `RuleSet::from_str_without_shortcuts`).
+    shortcuts: bool,
+}
+
+impl Default for Builder {
+    fn default() -> Self {
+        Builder {
+            defaults: Default::default(),
+            rules: Vec::new(),
+            open_chain: None,
+            pending_updates: Vec::new(),
+            shortcuts: true,
+        }
+    }
 }
 
 fn on_off(d: &Directive) -> Result<bool, Error> {
@@ -474,6 +516,7 @@ impl Builder {
             gate_runs: Default::default(),
             constant_plan: OnceLock::new(),
             scratch: Default::default(),
+            shortcuts: true,
         };
         for d in directives {
             let arg0 = d.args.first().map(String::as_str).unwrap_or("");
@@ -561,8 +604,13 @@ impl Builder {
                 }
             }
         }
-        let weak_slots = set.intern_chains();
-        set.rx_groups = crate::rx_groups::RxGroups::build(&mut set.phases, &weak_slots);
+        set.shortcuts = self.shortcuts;
+        if self.shortcuts {
+            let weak_slots = set.intern_chains();
+            set.rx_groups = crate::rx_groups::RxGroups::build(&mut set.phases, &weak_slots);
+        } else {
+            set.intern_chains_only();
+        }
         set.resolve_skip_after();
         set.heads = Heads::build(&set.phases);
         let words = set.prefilter().map_or(0, Prefilter::words);

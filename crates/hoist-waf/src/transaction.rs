@@ -208,6 +208,7 @@ impl Drop for Transaction {
 impl Transaction {
     pub fn new(rules: Arc<RuleSet>, remote_addr: &str, unique_id: &str) -> Transaction {
         let scratch = rules.scratch.take();
+        let rules_shortcuts = rules.shortcuts;
         Transaction {
             engine: rules.engine,
             request_body_access: rules.request_body_access,
@@ -260,7 +261,7 @@ impl Transaction {
             gate_cache: scratch.gate_cache,
             setvar_buf: scratch.setvar_buf,
             setvar_name: scratch.setvar_name,
-            use_constant_plan: true,
+            use_constant_plan: rules_shortcuts,
             constant_tx: false,
         }
     }

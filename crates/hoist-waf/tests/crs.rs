@@ -3,6 +3,12 @@
 //! Directory: `HOIST_CRS_TESTS` (the `tests/` folder of a CRS checkout), else
 //! `../shared/crs/tests` next to the workspace. `HOIST_SKIP_CRS_TESTS=1` skips the run when
 //! the corpus is absent.
+//!
+//! Every request also runs through the same rules loaded without the engine's shortcuts
+//! (`RuleSet::from_str_without_shortcuts`: no prefilter, gates, regex groups, byte filters,
+//! constant plan...), and both must log the same rules with the same lines and interrupt the
+//! same way: the corpus's attacks and their near misses are where a shortcut that drops a
+//! match would show.
 
 use hoist_waf::{RuleSet, Transaction};
 use serde_json::Value;
@@ -25,7 +31,8 @@ fn corpus_dir() -> PathBuf {
     }
 }
 
-fn load_rules(crs: &Path) -> RuleSet {
+/// The rule set the corpus runs against; `shortcuts: false` gives the reference.
+fn load_rules(crs: &Path, shortcuts: bool) -> RuleSet {
     let base = Path::new(env!("CARGO_MANIFEST_DIR")).join("conf/base.conf");
     let text = format!(
         "Include {}\n{SETUP_900005}\nInclude {}\nInclude {}\n",
@@ -33,7 +40,13 @@ fn load_rules(crs: &Path) -> RuleSet {
         crs.join("crs-setup.conf.example").display(),
         crs.join("rules/*.conf").display()
     );
-    match RuleSet::from_str(&text, &crs.join("hoist-crs-test.conf")) {
+    let origin = crs.join("hoist-crs-test.conf");
+    let loaded = if shortcuts {
+        RuleSet::from_str(&text, &origin)
+    } else {
+        RuleSet::from_str_without_shortcuts(&text, &origin)
+    };
+    match loaded {
         Ok(r) => r,
         Err(e) => panic!("CRS does not load: {e}"),
     }
@@ -212,7 +225,74 @@ enum Outcome {
     Skip(String),
 }
 
-fn run_stage(rules: &Arc<RuleSet>, stage: &Value) -> (bool, Outcome) {
+/// What a transaction did: each matched rule (id, phase, logged, log line) and the
+/// interruption, for comparing two rule sets.
+type Trace = (Vec<(i64, u8, bool, String)>, Option<(u16, i64)>);
+
+fn trace(tx: &Transaction) -> Trace {
+    let matched = tx
+        .matched_rules()
+        .iter()
+        .map(|m| (m.id, m.phase, m.logged, m.log_line.clone()))
+        .collect();
+    (matched, tx.interruption().map(|i| (i.status, i.rule_id)))
+}
+
+/// `req` through every phase, with the response `response_for` gives.
+fn transact(rules: &Arc<RuleSet>, req: &Request) -> Transaction {
+    let mut tx = Transaction::new(Arc::clone(rules), "127.0.0.1", "ftw");
+    tx.process_request_line(&req.method, &req.uri, &req.version);
+    for (k, v) in &req.headers {
+        tx.add_request_header(k, v);
+    }
+    tx.process_request_headers();
+    tx.append_request_body(&req.body);
+    tx.process_request_body();
+    let (status, headers, body) = response_for(req);
+    tx.set_response_status(status, "HTTP/1.1");
+    for (k, v) in &headers {
+        tx.add_response_header(k, v);
+    }
+    tx.process_response_headers();
+    if tx.wants_response_body() {
+        tx.append_response_body(&body);
+    }
+    tx.process_response_body();
+    tx.process_logging();
+    tx
+}
+
+/// Runs `stage` against `rules` and, when it has a request, against `reference` too;
+/// the third value says how the two differed, if they did.
+fn run_stage(
+    rules: &Arc<RuleSet>,
+    reference: &Arc<RuleSet>,
+    stage: &Value,
+) -> (bool, Outcome, Option<String>) {
+    let input = stage.get("input").cloned().unwrap_or(Value::Null);
+    let divergence = build_request(&input).ok().and_then(|req| {
+        let (ours, theirs) = (
+            trace(&transact(rules, &req)),
+            trace(&transact(reference, &req)),
+        );
+        (ours != theirs).then(|| {
+            let only = |a: &Trace, b: &Trace| -> Vec<_> {
+                a.0.iter().filter(|m| !b.0.contains(m)).cloned().collect()
+            };
+            format!(
+                "only with shortcuts {:?}, only without {:?}, interruptions {:?} / {:?}",
+                only(&ours, &theirs),
+                only(&theirs, &ours),
+                ours.1,
+                theirs.1
+            )
+        })
+    });
+    let (positive, outcome) = check_stage(rules, stage);
+    (positive, outcome, divergence)
+}
+
+fn check_stage(rules: &Arc<RuleSet>, stage: &Value) -> (bool, Outcome) {
     let input = stage.get("input").cloned().unwrap_or(Value::Null);
     let output = stage.get("output").cloned().unwrap_or(Value::Null);
     let log = output.get("log").cloned().unwrap_or(Value::Null);
@@ -253,25 +333,7 @@ fn run_stage(rules: &Arc<RuleSet>, stage: &Value) -> (bool, Outcome) {
             )
         }
     };
-    let mut tx = Transaction::new(Arc::clone(rules), "127.0.0.1", "ftw");
-    tx.process_request_line(&req.method, &req.uri, &req.version);
-    for (k, v) in &req.headers {
-        tx.add_request_header(k, v);
-    }
-    tx.process_request_headers();
-    tx.append_request_body(&req.body);
-    tx.process_request_body();
-    let (status, headers, body) = response_for(&req);
-    tx.set_response_status(status, "HTTP/1.1");
-    for (k, v) in &headers {
-        tx.add_response_header(k, v);
-    }
-    tx.process_response_headers();
-    if tx.wants_response_body() {
-        tx.append_response_body(&body);
-    }
-    tx.process_response_body();
-    tx.process_logging();
+    let tx = transact(rules, &req);
     let logged: Vec<i64> = tx
         .matched_rules()
         .iter()
@@ -400,7 +462,8 @@ fn crs_regression_corpus() {
         );
     }
     let crs = dir.parent().unwrap_or(Path::new(".")).to_path_buf();
-    let rules = Arc::new(load_rules(&crs));
+    let rules = Arc::new(load_rules(&crs, true));
+    let reference = Arc::new(load_rules(&crs, false));
     eprintln!(
         "crs: {} rules loaded; {} need fancy-regex: {:?}",
         rules.rule_count(),
@@ -422,6 +485,7 @@ fn crs_regression_corpus() {
     let mut families: BTreeMap<String, Counts> = BTreeMap::new();
     let mut skips: BTreeMap<String, Vec<String>> = BTreeMap::new();
     let mut failures = Vec::new();
+    let mut divergences = Vec::new();
     let mut family_dirs: Vec<PathBuf> = std::fs::read_dir(&dir)
         .into_iter()
         .flatten()
@@ -478,7 +542,10 @@ fn crs_regression_corpus() {
                     .cloned()
                     .unwrap_or_default();
                 for stage in &stages {
-                    let (positive, outcome) = run_stage(&rules, stage);
+                    let (positive, outcome, divergence) = run_stage(&rules, &reference, stage);
+                    if let Some(d) = divergence {
+                        divergences.push(format!("{label}: {d}"));
+                    }
                     total.add(positive, &outcome);
                     families
                         .entry(family.clone())
@@ -507,6 +574,14 @@ fn crs_regression_corpus() {
         }
     }
     eprintln!("crs: {}", total.line());
+    for d in &divergences {
+        eprintln!("crs DIVERGES {d}");
+    }
+    assert!(
+        divergences.is_empty(),
+        "crs: {} stages match differently without the shortcuts (listed above)",
+        divergences.len()
+    );
     assert!(
         only.is_some() || total.passed >= RATCHET_PASSED,
         "crs: {} passed, below the ratchet {RATCHET_PASSED}",

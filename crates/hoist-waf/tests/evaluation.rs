@@ -1024,3 +1024,47 @@ SecRule ARGS:d "@within %{tx.x}" "id:4,phase:2,pass,nolog,setvar:tx.within=1"
     let tx = get(&r, "/?a=%FF%FE&b=%EF%BF%BD%EF%BF%BD");
     assert_eq!(tx_var(&tx, "same"), None);
 }
+
+/// The reference the CRS corpus test compares against: the same rules with no shortcut
+/// worked out (no prefilter slot, no regex group, no constant plan used), matching what the
+/// usual set matches.
+#[test]
+fn a_rule_set_without_shortcuts_evaluates_every_rule_and_agrees() {
+    let text = r#"
+SecAction "id:1,phase:1,pass,nolog,setvar:tx.score=0"
+SecRule ARGS "@rx (?i)union\s+select" "id:2,phase:2,pass,log,setvar:tx.score=+5"
+SecRule ARGS "@rx (?i)a[\"'\\]*b[\"'\\]*c" "id:3,phase:2,pass,log,setvar:tx.score=+1"
+SecRule ARGS "@rx (?i)x[\"'\\]*y[\"'\\]*z" "id:4,phase:2,pass,log,setvar:tx.score=+1"
+SecRule TX:score "@ge 5" "id:5,phase:2,deny,status:403"
+"#;
+    let usual = rules(text);
+    let plain = match RuleSet::from_str_without_shortcuts(text, Path::new("test.conf")) {
+        Ok(r) => Arc::new(r),
+        Err(e) => panic!("rules do not load: {e}"),
+    };
+    assert!(usual.prefiltered_rx().0 > 0 && usual.regex_groups().0 > 0);
+    assert_eq!(plain.prefiltered_rx(), (0, 3));
+    assert_eq!(plain.regex_groups(), (0, 0));
+    for uri in [
+        "/?q=1+UNION+SELECT+2",
+        "/?q=a'b'c",
+        "/?q=xyz&r=plain",
+        "/?q=plain",
+    ] {
+        let (a, b) = (get(&usual, uri), get(&plain, uri));
+        let ids =
+            |tx: &Transaction| -> Vec<i64> { tx.matched_rules().iter().map(|m| m.id).collect() };
+        assert_eq!(ids(&a), ids(&b), "{uri}");
+        assert_eq!(
+            a.interruption().map(|i| i.rule_id),
+            b.interruption().map(|i| i.rule_id),
+            "{uri}"
+        );
+    }
+    assert_eq!(
+        get(&plain, "/?q=1+UNION+SELECT+2")
+            .interruption()
+            .map(|i| i.status),
+        Some(403)
+    );
+}
