@@ -1,7 +1,9 @@
 //! Arbitrary requests through variable extraction, body processors, transformations and
 //! operators: the input is split into a request line, headers and a body, and run through
-//! rules that read every collection. Each request runs twice, with and without the constant
-//! plan (a TX variable set before phase 1 turns it off), and both must match the same rules.
+//! rules that read every collection. Each request runs three times: as usual, without the
+//! constant plan (a TX variable set before phase 1 turns it off), and through the same rules
+//! loaded without any shortcut (`RuleSet::from_str_without_shortcuts`); all three must match
+//! the same rules.
 //! `cargo fuzz run request_variables` (nightly).
 #![no_main]
 
@@ -33,6 +35,9 @@ SecRule &ARGS|ARGS_COMBINED_SIZE|FILES_COMBINED_SIZE|REQUEST_BODY_LENGTH|TX:/^m_
 SecRule REQUEST_HEADERS|ARGS "!@validateByteRange 9,10,13,32-126" "id:7,phase:2,pass,t:none,t:hexEncode,t:sha1"
 SecRule ARGS "@validateUtf8Encoding" "chain,id:8,phase:2,pass"
     SecRule MATCHED_VARS "@validateUrlEncoding" "t:none"
+SecRule ARGS|REQUEST_COOKIES "@rx (?:\$\{|<\?|;\s*id\b)" "id:18,phase:2,pass,log,t:none,t:urlDecodeUni,t:removeWhitespace"
+SecRule ARGS|ARGS_NAMES "@rx (?i)b[\"'\x5c]*a[\"'\x5c]*s[\"'\x5c]*h" "id:19,phase:2,pass,log,capture,t:none"
+SecRule ARGS|ARGS_NAMES "@rx (?i)(?:^|;)c[\"'\x5c]*a[\"'\x5c]*t" "id:20,phase:2,pass,log,capture,t:none"
 SecRule RESPONSE_BODY|RESPONSE_HEADERS "@pm select script" "id:9,phase:4,deny"
 "#;
 
@@ -46,7 +51,24 @@ fn rules() -> Arc<RuleSet> {
         .clone()
 }
 
+/// The same rules without shortcuts: the reference.
+fn reference() -> Arc<RuleSet> {
+    static RULES_SET: OnceLock<Arc<RuleSet>> = OnceLock::new();
+    RULES_SET
+        .get_or_init(
+            || match RuleSet::from_str_without_shortcuts(RULES, Path::new("fuzz.conf")) {
+                Ok(r) => Arc::new(r),
+                Err(e) => panic!("fuzz rules do not load: {e}"),
+            },
+        )
+        .clone()
+}
+
 fn run(data: &[u8], slow: bool) -> Transaction {
+    run_with(rules(), data, slow)
+}
+
+fn run_with(rules: Arc<RuleSet>, data: &[u8], slow: bool) -> Transaction {
     let text = String::from_utf8_lossy(data);
     let (head, body) = text.split_once("\n\n").unwrap_or((&text, ""));
     let mut lines = head.lines();
@@ -57,7 +79,7 @@ fn run(data: &[u8], slow: bool) -> Transaction {
         parts.next().unwrap_or(""),
         parts.next().unwrap_or(""),
     );
-    let mut tx = Transaction::new(rules(), "127.0.0.1", "fuzz");
+    let mut tx = Transaction::new(rules, "127.0.0.1", "fuzz");
     if slow {
         tx.set_tx_var("zz_fuzz_slow_path", b"1");
     }
@@ -83,7 +105,7 @@ fn outcome(tx: &Transaction) -> (Vec<(i64, u8, String)>, Option<(u16, i64)>) {
     let matched = tx
         .matched_rules()
         .iter()
-        .map(|m| (m.id, m.phase, m.message.clone()));
+        .map(|m| (m.id, m.phase, m.log_line.clone()));
     (
         matched.collect(),
         tx.interruption().map(|i| (i.status, i.rule_id)),
@@ -97,5 +119,11 @@ fuzz_target!(|data: &[u8]| {
         outcome(&fast),
         outcome(&slow),
         "the constant plan changed the outcome"
+    );
+    let plain = run_with(reference(), data, false);
+    assert_eq!(
+        outcome(&fast),
+        outcome(&plain),
+        "the shortcuts changed the outcome"
     );
 });
