@@ -7,7 +7,9 @@
 //! proxy and the 1 KB text/plain response it gets back: the engine's share of the proxy's
 //! per-request cost. A fourth, `get_large_page`, answers with a 512 KB HTML page, as much as
 //! base.conf inspects of a response: what the response rules cost past the literal
-//! prefilter's 4 KB.
+//! prefilter's 4 KB. `HOIST_WAF_BENCH_SHORTCUTS=0` loads the rules without the engine's
+//! shortcuts (`RuleSet::from_str_without_shortcuts`): what evaluating every rule as written
+//! costs.
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use hoist_waf::{RuleSet, Transaction};
@@ -183,7 +185,13 @@ fn load_crs() -> Option<Arc<RuleSet>> {
         crs.join("crs-setup.conf.example").display(),
         crs.join("rules/*.conf").display()
     );
-    match RuleSet::from_str(&text, &crs.join("bench.conf")) {
+    let origin = crs.join("bench.conf");
+    let loaded = if std::env::var_os("HOIST_WAF_BENCH_SHORTCUTS").is_some_and(|v| v == "0") {
+        RuleSet::from_str_without_shortcuts(&text, &origin)
+    } else {
+        RuleSet::from_str(&text, &origin)
+    };
+    match loaded {
         Ok(r) => Some(Arc::new(r)),
         Err(e) => panic!("CRS does not load: {e}"),
     }
