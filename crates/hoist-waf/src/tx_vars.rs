@@ -88,7 +88,7 @@ impl TxVars {
     pub fn matching_in_order(
         &self,
         keep: impl Fn(&str) -> bool,
-    ) -> smallvec::SmallVec<[(&String, &Vec<u8>); 8]> {
+    ) -> impl Iterator<Item = (&String, &Vec<u8>)> {
         let mut found: smallvec::SmallVec<[(u64, &String, &Vec<u8>); 8]> = self
             .map
             .iter()
@@ -96,7 +96,7 @@ impl TxVars {
             .map(|(k, v)| (v.born, k, &v.value))
             .collect();
         found.sort_unstable_by_key(|&(born, _, _)| born);
-        found.into_iter().map(|(_, k, v)| (k, v)).collect()
+        found.into_iter().map(|(_, k, v)| (k, v))
     }
 
     pub fn is_empty(&self) -> bool {
@@ -335,7 +335,6 @@ mod tests {
 
     fn order(tx: &TxVars) -> Vec<String> {
         tx.matching_in_order(|_| true)
-            .into_iter()
             .map(|(k, _)| k.clone())
             .collect()
     }
