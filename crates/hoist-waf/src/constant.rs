@@ -182,7 +182,7 @@ fn run_block(probe: &mut Transaction, rules: &RuleSet) -> Option<Block> {
             probe.current_rule_id,
         );
         let go_on = probe.step(rules, 1, &mut at, None);
-        let left_trace = probe.matched[before.1..].iter().any(|m| m.logged)
+        let left_trace = probe.matched[before.1..].iter().any(|m| m.logged())
             || probe.interruption.is_some()
             || probe.allowed;
         if left_trace || !go_on {

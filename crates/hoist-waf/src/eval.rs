@@ -9,7 +9,7 @@ use crate::macros::Macro;
 use crate::operators::{atoi, Expand};
 use crate::pair_list::PairList;
 use crate::rules::{Entry, Rule, RuleSet};
-use crate::transaction::{Interruption, MatchedRule, RemovedTarget, Transaction};
+use crate::transaction::{Interruption, LogEntry, MatchedRule, RemovedTarget, Transaction};
 use crate::variables::Exclusion;
 use smallvec::SmallVec;
 use std::borrow::Cow;
@@ -616,14 +616,6 @@ impl Transaction {
     }
 
     fn on_match(&mut self, head: &Rule, phase: u8) {
-        // nolog rules (CRS's bookkeeping, dozens per request) get no message or log line:
-        // formatting them would be most of the matching cost.
-        let expand = |m: &Option<Macro>| match m {
-            Some(m) if head.log => self.expand(m).into_owned(),
-            _ => String::new(),
-        };
-        let message = expand(&head.actions.msg);
-        let data = expand(&head.actions.logdata);
         let disruptive = match &head.disruptive {
             Disruptive::Block => self.rules.default_disruptive[usize::from(phase - 1)].clone(),
             d => d.clone(),
@@ -655,32 +647,27 @@ impl Transaction {
             Disruptive::Pass | Disruptive::Block => {}
         }
         let enforce = self.engine == EngineMode::On;
-        let log_line = if head.log {
-            crate::log::format(
-                self,
-                head,
-                phase,
-                &message,
-                &data,
-                interruption.as_ref().filter(|_| enforce),
-            )
-        } else {
-            String::new()
-        };
-        self.matched.push(MatchedRule {
-            id: head.id,
-            phase,
-            logged: head.log,
-            message,
-            data,
-            severity: head.actions.severity,
-            tags: if head.log {
-                head.actions.tags.clone()
-            } else {
-                Vec::new()
-            },
-            log_line,
+        // nolog rules (CRS's bookkeeping, dozens per request) get no message or log line:
+        // formatting them would be most of the matching cost.
+        let entry = head.log.then(|| {
+            let expand = |m: &Option<Macro>| m.as_ref().map(|m| self.expand(m).into_owned());
+            let message = expand(&head.actions.msg).unwrap_or_default();
+            let data = expand(&head.actions.logdata).unwrap_or_default();
+            let shown = interruption.as_ref().filter(|_| enforce);
+            let log_line = crate::log::format(self, head, phase, &message, &data, shown);
+            LogEntry {
+                message,
+                data,
+                tags: head.actions.tags.clone(),
+                log_line,
+            }
         });
+        self.matched.push(MatchedRule::new(
+            head.id,
+            phase,
+            head.actions.severity,
+            entry,
+        ));
         if enforce {
             if let Some(i) = interruption {
                 self.interruption = Some(i);

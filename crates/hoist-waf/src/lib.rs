@@ -61,4 +61,4 @@ pub mod variables;
 pub use actions::EngineMode;
 pub use error::Error;
 pub use rules::RuleSet;
-pub use transaction::{Interruption, MatchedRule, Transaction};
+pub use transaction::{Interruption, LogEntry, MatchedRule, Transaction};

@@ -34,7 +34,7 @@ fn outcome(tx: &Transaction) -> Outcome {
     let matched = tx
         .matched_rules()
         .iter()
-        .map(|m| (m.id, m.phase, m.logged, m.message.clone()))
+        .map(|m| (m.id, m.phase, m.logged(), m.message().to_string()))
         .collect();
     (matched, tx.interruption().map(|i| (i.status, i.rule_id)))
 }
@@ -80,7 +80,7 @@ fn crs_like_setup_is_worked_out_once_and_agrees_with_evaluation() {
     assert_eq!(plain.tx_var("threshold"), Some(&b"5"[..]));
     // A decided match still logs with the request's own state.
     let logged = &plain.matched_rules()[5];
-    assert_eq!(logged.message, "threshold 5 at /");
+    assert_eq!(logged.message(), "threshold 5 at /");
     // The paranoia-level skip is honoured: rule 22 never runs.
     let attack = both(&r, "/?a=attack", &vars);
     assert!(attack.interruption().is_none());
@@ -120,7 +120,7 @@ SecAction "id:12,phase:1,pass,nolog,setvar:tx.b=1"
     assert_eq!(r.constant_rules().0, 1);
     let tx = both(&r, "/here", &["a", "b"]);
     assert_eq!(ids(&tx), [10, 11, 12]);
-    assert_eq!(tx.matched_rules()[1].message, "logged at /here");
+    assert_eq!(tx.matched_rules()[1].message(), "logged at /here");
 }
 
 #[test]

@@ -233,7 +233,7 @@ fn trace(tx: &Transaction) -> Trace {
     let matched = tx
         .matched_rules()
         .iter()
-        .map(|m| (m.id, m.phase, m.logged, m.log_line.clone()))
+        .map(|m| (m.id, m.phase, m.logged(), m.log_line().to_string()))
         .collect();
     (matched, tx.interruption().map(|i| (i.status, i.rule_id)))
 }
@@ -337,7 +337,7 @@ fn check_stage(rules: &Arc<RuleSet>, stage: &Value) -> (bool, Outcome) {
     let logged: Vec<i64> = tx
         .matched_rules()
         .iter()
-        .filter(|m| m.logged)
+        .filter(|m| m.logged())
         .map(|m| m.id)
         .collect();
     let missing: Vec<i64> = expect
@@ -362,7 +362,7 @@ fn check_stage(rules: &Arc<RuleSet>, stage: &Value) -> (bool, Outcome) {
             if !tx
                 .matched_rules()
                 .iter()
-                .any(|m| m.logged && re.is_match(&m.log_line))
+                .any(|m| m.logged() && re.is_match(m.log_line()))
             {
                 problems.push(format!("no log line matches {re}"));
             }
@@ -374,7 +374,7 @@ fn check_stage(rules: &Arc<RuleSet>, stage: &Value) -> (bool, Outcome) {
                 if let Some(m) = tx
                     .matched_rules()
                     .iter()
-                    .find(|m| m.logged && re.is_match(&m.log_line))
+                    .find(|m| m.logged() && re.is_match(m.log_line()))
                 {
                     problems.push(format!("log line of {} matches {re}", m.id));
                 }

@@ -1068,3 +1068,29 @@ SecRule TX:score "@ge 5" "id:5,phase:2,deny,status:403"
         Some(403)
     );
 }
+
+#[test]
+fn a_nolog_match_is_recorded_without_its_message_and_a_logged_one_with_it() {
+    let r = rules(
+        r#"SecRule ARGS "@rx abc" "id:1,phase:1,pass,nolog,msg:'quiet %{matched_var}',logdata:'d',tag:'t1',severity:'CRITICAL'"
+SecRule ARGS "@rx abc" "id:2,phase:1,pass,log,msg:'loud %{matched_var}',logdata:'seen %{matched_var_name}',tag:'t1',tag:'t2',severity:'WARNING'""#,
+    );
+    let tx = get(&r, "/?a=xabcx");
+    let m = tx.matched_rules();
+    assert_eq!(m.iter().map(|m| m.id).collect::<Vec<_>>(), [1, 2]);
+    assert!(!m[0].logged());
+    assert_eq!(
+        (m[0].message(), m[0].data(), m[0].tags(), m[0].log_line()),
+        ("", "", &[][..], "")
+    );
+    // A nolog record keeps the rule's severity, as before.
+    assert_eq!(m[0].severity, Some(2));
+    assert!(m[1].logged());
+    assert_eq!(m[1].message(), "loud xabcx");
+    assert_eq!(m[1].data(), "seen ARGS:a");
+    assert_eq!(m[1].tags(), ["t1", "t2"]);
+    assert_eq!(m[1].severity, Some(4));
+    assert!(m[1]
+        .log_line()
+        .contains(r#"[id "2"] [msg "loud xabcx"] [data "seen ARGS:a"] [severity "WARNING"]"#));
+}

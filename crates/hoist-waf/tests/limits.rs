@@ -77,7 +77,7 @@ fn default_limit_is_1000_for_every_body_processor() {
             .matched_rules()
             .iter()
             .find(|m| m.id == 2)
-            .map(|m| m.message.clone());
+            .map(|m| m.message().to_string());
         assert!(
             log.as_deref()
                 .is_some_and(|m| m.contains("more than 1000 arguments")),

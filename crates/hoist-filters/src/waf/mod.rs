@@ -153,8 +153,8 @@ impl Filter<'_> {
     fn finish(&mut self) {
         if let Some(mut tx) = self.tx.take() {
             tx.process_logging();
-            for m in tx.matched_rules().iter().filter(|m| m.logged) {
-                tracing::warn!(target: "hoist::waf", "{}", m.log_line);
+            for m in tx.matched_rules().iter().filter(|m| m.logged()) {
+                tracing::warn!(target: "hoist::waf", "{}", m.log_line());
             }
         }
     }

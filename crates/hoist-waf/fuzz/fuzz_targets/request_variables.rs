@@ -105,7 +105,7 @@ fn outcome(tx: &Transaction) -> (Vec<(i64, u8, String)>, Option<(u16, i64)>) {
     let matched = tx
         .matched_rules()
         .iter()
-        .map(|m| (m.id, m.phase, m.log_line.clone()));
+        .map(|m| (m.id, m.phase, m.log_line().to_string()));
     (
         matched.collect(),
         tx.interruption().map(|i| (i.status, i.rule_id)),
