@@ -1,15 +1,14 @@
-//! Rule evaluation for a transaction: the phase loop (markers, skip, skipAfter, removals),
-//! target collection and transformation, operator matching, and the actions of a match.
+//! Rule evaluation for a transaction: the phase loop (markers, skip, skipAfter, removals,
+//! the constant plan's replay and decisions, gate runs), target collection and
+//! transformation, and operator matching. What a match then does is in `on_match`.
 
-use crate::actions::{Ctl, Disruptive, Effect, EngineMode, SetVarOp};
+use crate::actions::EngineMode;
 use crate::collections::{Item, Items};
 use crate::constant::{Block, ConstantPlan, Decision};
-use crate::heads::{tag_bit, Head};
-use crate::macros::Macro;
-use crate::operators::{atoi, Expand};
+use crate::heads::Head;
 use crate::pair_list::PairList;
 use crate::rules::{Entry, Rule, RuleSet};
-use crate::transaction::{Interruption, LogEntry, MatchedRule, RemovedTarget, Transaction};
+use crate::transaction::{RemovedTarget, Transaction};
 use crate::variables::Exclusion;
 use smallvec::SmallVec;
 use std::borrow::Cow;
@@ -614,157 +613,6 @@ impl Transaction {
         }
         rule.operator.evaluate(value, self, captures) != rule.negated
     }
-
-    fn on_match(&mut self, head: &Rule, phase: u8) {
-        let disruptive = match &head.disruptive {
-            Disruptive::Block => self.rules.default_disruptive[usize::from(phase - 1)].clone(),
-            d => d.clone(),
-        };
-        let mut interruption = None;
-        match &disruptive {
-            Disruptive::Deny | Disruptive::Drop | Disruptive::Redirect(_) => {
-                let (action, status, redirect) = match &disruptive {
-                    Disruptive::Drop => ("drop", head.actions.status.unwrap_or(403), None),
-                    Disruptive::Redirect(m) => (
-                        "redirect",
-                        head.actions.status.unwrap_or(302),
-                        Some(self.expand(m).into_owned()),
-                    ),
-                    _ => ("deny", head.actions.status.unwrap_or(403), None),
-                };
-                interruption = Some(Interruption {
-                    status,
-                    rule_id: head.id,
-                    action,
-                    redirect,
-                });
-            }
-            Disruptive::Allow => {
-                if self.engine == EngineMode::On {
-                    self.allowed = true;
-                }
-            }
-            Disruptive::Pass | Disruptive::Block => {}
-        }
-        let enforce = self.engine == EngineMode::On;
-        // nolog rules (CRS's bookkeeping, dozens per request) get no message or log line:
-        // formatting them would be most of the matching cost.
-        let entry = head.log.then(|| {
-            let expand = |m: &Option<Macro>| m.as_ref().map(|m| self.expand(m).into_owned());
-            let message = expand(&head.actions.msg).unwrap_or_default();
-            let data = expand(&head.actions.logdata).unwrap_or_default();
-            let shown = interruption.as_ref().filter(|_| enforce);
-            let log_line = crate::log::format(self, head, phase, &message, &data, shown);
-            LogEntry {
-                message,
-                data,
-                tags: head.actions.tags.clone(),
-                log_line,
-            }
-        });
-        self.matched.push(MatchedRule::new(
-            head.id,
-            phase,
-            head.actions.severity,
-            entry,
-        ));
-        if enforce {
-            if let Some(i) = interruption {
-                self.interruption = Some(i);
-            }
-        }
-    }
-
-    fn apply_effect(&mut self, effect: &Effect) {
-        match effect {
-            Effect::SetVar(sv) => {
-                // A literal name was lowercased at load; CRS's names are nearly all literal.
-                // Others (920450's `tx.header_name_920450_%{tx.0}`, per header) are expanded
-                // into a buffer kept for the next one.
-                let mut name_buf = std::mem::take(&mut self.setvar_name);
-                {
-                    let name: Cow<'_, str> = match sv.name.as_literal() {
-                        Some(lit) => Cow::Borrowed(lit),
-                        None => {
-                            name_buf.clear();
-                            self.expand_into(&sv.name, &mut name_buf);
-                            name_buf.make_ascii_lowercase();
-                            // TX names are text; nearly all are ASCII.
-                            match std::str::from_utf8(&name_buf) {
-                                Ok(name) => Cow::Borrowed(name),
-                                Err(_) => String::from_utf8_lossy(&name_buf),
-                            }
-                        }
-                    };
-                    match &sv.op {
-                        SetVarOp::Delete => {
-                            self.tx.remove(&name);
-                        }
-                        SetVarOp::Set(m) => {
-                            // Through a spare buffer: the value may be another TX variable's.
-                            let mut value = std::mem::take(&mut self.setvar_buf);
-                            value.clear();
-                            self.expand_into(m, &mut value);
-                            match self.tx.get_mut(&name) {
-                                Some(old) => std::mem::swap(old, &mut value),
-                                None => self.tx.insert_from(&name, |v| v.extend_from_slice(&value)),
-                            }
-                            self.setvar_buf = value;
-                        }
-                        SetVarOp::Add(m) | SetVarOp::Sub(m) => {
-                            let delta = atoi(&self.expand_bytes(m));
-                            let add = matches!(sv.op, SetVarOp::Add(_));
-                            let next = |current: i64| {
-                                if add {
-                                    current.saturating_add(delta)
-                                } else {
-                                    current.saturating_sub(delta)
-                                }
-                            };
-                            match self.tx.get_mut(&name) {
-                                Some(v) => {
-                                    let n = next(atoi(v));
-                                    v.clear();
-                                    write_decimal(v, n);
-                                }
-                                None => {
-                                    self.tx.insert_from(&name, |v| write_decimal(v, next(0)));
-                                }
-                            }
-                        }
-                    }
-                }
-                self.setvar_name = name_buf;
-            }
-            Effect::Ctl(ctl) => match ctl {
-                Ctl::RuleEngine(mode) => self.engine = *mode,
-                Ctl::RuleRemoveById(ids) => self.removed_ids.extend(ids.iter().copied()),
-                Ctl::RuleRemoveByTag(tag) => {
-                    self.removed_tag_bits |= tag_bit(tag);
-                    self.removed_tags.push(tag.clone());
-                }
-                Ctl::RuleRemoveTargetById(ids, excl) => {
-                    for e in excl {
-                        self.removed_targets
-                            .push(RemovedTarget::Ids(ids.clone(), e.clone()));
-                    }
-                }
-                Ctl::RuleRemoveTargetByTag(tag, excl) => {
-                    for e in excl {
-                        self.removed_targets.push(RemovedTarget::Tag(
-                            tag.clone(),
-                            tag_bit(tag),
-                            e.clone(),
-                        ));
-                    }
-                }
-                Ctl::RequestBodyProcessor(p) => self.body_processor = Some(*p),
-                Ctl::ForceRequestBodyVariable(on) => self.force_body_variable = *on,
-                Ctl::RequestBodyAccess(on) => self.request_body_access = *on,
-                Ctl::AuditLog => {}
-            },
-        }
-    }
 }
 
 /// TX.0 to TX.9, the names `capture` writes (ModSecurity keeps ten).
@@ -785,34 +633,6 @@ fn scanned_without(
             .step_hits(step, p)
             .is_some_and(|bits| !crate::prefilter::has_slot(bits, slot)),
         _ => false,
-    }
-}
-
-/// `n` in decimal, appended to `out`. By hand, not `write!`: CRS's anomaly scores are
-/// rewritten by a dozen `setvar:tx.x=+N` on every request, and the formatting machinery cost
-/// more than the arithmetic around it.
-fn write_decimal(out: &mut Vec<u8>, n: i64) {
-    if n < 0 {
-        out.push(b'-');
-    }
-    let mut digits = [0u8; 20];
-    let mut at = digits.len();
-    let mut rest = n.unsigned_abs();
-    loop {
-        at -= 1;
-        digits[at] = b'0' + (rest % 10) as u8;
-        rest /= 10;
-        if rest == 0 {
-            break;
-        }
-    }
-    out.extend_from_slice(&digits[at..]);
-}
-
-impl Transaction {
-    /// Sets a TX variable, reusing the old value's buffer when there is one.
-    pub(crate) fn set_tx(&mut self, name: &str, value: &[u8]) {
-        self.tx.set(name, value);
     }
 }
 
@@ -859,31 +679,4 @@ fn rule_at(list: &[Entry], index: usize) -> Option<&Rule> {
 
 fn has_tag(list: &[Entry], index: usize, tag: &str) -> bool {
     rule_at(list, index).is_some_and(|rule| rule.actions.tags.iter().any(|t| t == tag))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::write_decimal;
-
-    #[test]
-    fn write_decimal_matches_display() {
-        for n in [
-            0,
-            1,
-            -1,
-            9,
-            10,
-            -10,
-            99,
-            100,
-            12345,
-            -987654321,
-            i64::MAX,
-            i64::MIN,
-        ] {
-            let mut out = b"x".to_vec();
-            write_decimal(&mut out, n);
-            assert_eq!(out, format!("x{n}").into_bytes());
-        }
-    }
 }

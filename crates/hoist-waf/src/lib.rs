@@ -37,6 +37,7 @@ mod literal_scan;
 mod literals;
 mod log;
 pub mod macros;
+mod on_match;
 pub mod operators;
 mod pair_list;
 pub mod parser;
