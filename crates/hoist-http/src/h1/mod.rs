@@ -5,9 +5,11 @@
 //!
 //! - Heads: request line + headers over `max_request_headers_kb`, or more than
 //!   `max_headers_count` headers, is 431 (reading stops at the limit). Malformed syntax or
-//!   header bytes is 400; a version other than HTTP/1.0 and 1.1 is 505 (the HTTP/2 preface is
-//!   400: h2 is chosen by ALPN); HTTP/1.1 without `Host` is 400; absolute-form targets give
-//!   the authority; `OPTIONS *` is allowed; CONNECT is 501.
+//!   header bytes is 400, and so is a request line of more than three words (a space inside
+//!   the target); a well-formed version other than HTTP/1.0 and 1.1 is 505 (the HTTP/2
+//!   preface is 400: h2 is chosen by ALPN); HTTP/1.1 without `Host` is 400; a target with a
+//!   fragment (`#`) is 400, as in Envoy; absolute-form targets give the authority; `OPTIONS *`
+//!   is allowed; CONNECT is 501.
 //! - Smuggling: Transfer-Encoding with Content-Length is 400, differing or non-numeric
 //!   Content-Length is 400, a coding other than one final `chunked` is 501, Transfer-Encoding
 //!   on HTTP/1.0 is 400. Chunked bodies are decoded strictly.

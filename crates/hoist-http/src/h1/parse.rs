@@ -191,8 +191,10 @@ fn interpret(
     })
 }
 
-/// httparse reports any version but 1.0 and 1.1 the same way. A well-formed `HTTP/x.y` is
-/// answered 505; anything else, 400. Needs the whole request line to tell.
+/// httparse reports any version but 1.0 and 1.1 the same way, and also a request line with a
+/// space inside its target (it reads the third word as the version). A line of exactly three
+/// words ending in a well-formed `HTTP/x.y` is answered 505; anything else, 400. Needs the
+/// whole request line to tell.
 fn version_error(buf: &[u8], over_limit: bool) -> Result<Option<Pending>, H1Error> {
     let start = buf
         .iter()
@@ -210,7 +212,11 @@ fn version_error(buf: &[u8], over_limit: bool) -> Result<Option<Pending>, H1Erro
     };
     let line = &rest[..lf];
     let line = line.strip_suffix(b"\r").unwrap_or(line);
-    let version = line.rsplit(|&b| b == b' ').next().unwrap_or_default();
+    let mut words = line.split(|&b| b == b' ');
+    let version = match (words.next(), words.next(), words.next(), words.next()) {
+        (Some(_), Some(_), Some(version), None) => version,
+        _ => return Err(H1Error::Malformed),
+    };
     match version {
         [b'H', b'T', b'T', b'P', b'/', major, b'.', minor]
             if major.is_ascii_digit() && minor.is_ascii_digit() =>

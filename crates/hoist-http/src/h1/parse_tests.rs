@@ -213,10 +213,36 @@ fn versions() {
     assert_eq!(status_of(b"GET / HTTP/1.2\r\nHost: h\r\n\r\n"), 505);
     assert_eq!(status_of(b"GET / HTTP/0.9\r\nHost: h\r\n\r\n"), 505);
     assert_eq!(status_of(b"GET / HTTP/3.0\r\n\r\n"), 505);
+    // A space inside the target makes four words: malformed, whatever the last one says.
+    assert_eq!(status_of(b"GET /a b HTTP/1.1\r\nHost: h\r\n\r\n"), 400);
+    assert_eq!(status_of(b"GET /a b HTTP/2.0\r\nHost: h\r\n\r\n"), 400);
+    assert_eq!(status_of(b"GET / HTTP/1.1 x\r\nHost: h\r\n\r\n"), 400);
+    assert_eq!(status_of(b"GET /\r\nHost: h\r\n\r\n"), 400);
     // The verdict waits for the whole line: "HTTP/2" could still become "HTTP/2.0".
     assert!(parse_with(b"GET / HTTP/2", &limits()).unwrap().is_none());
     assert!(parse_with(b"GET / HTTP/2.0", &limits()).unwrap().is_none());
     assert!(parse_with(b"PRI * HTTP/2", &limits()).unwrap().is_none());
+}
+
+#[test]
+fn a_fragment_in_the_target_is_400() {
+    assert_eq!(status_of(b"GET /#frag HTTP/1.1\r\nHost: h\r\n\r\n"), 400);
+    assert_eq!(
+        status_of(b"GET /a/index.html:80?x=1#tag HTTP/1.1\r\nHost: h\r\n\r\n"),
+        400
+    );
+    assert_eq!(
+        status_of(b"GET http://h/a#b HTTP/1.1\r\nHost: h\r\n\r\n"),
+        400
+    );
+    // Percent-encoded, it is an ordinary path character.
+    assert_eq!(
+        parse(b"GET /a%23b HTTP/1.1\r\nHost: h\r\n\r\n")
+            .unwrap()
+            .head
+            .path,
+        "/a%23b"
+    );
 }
 
 #[test]

@@ -17,6 +17,12 @@ pub(crate) fn parse_target(method: &Method, target: &str) -> Result<Target, H1Er
     if *method == Method::CONNECT {
         return Err(H1Error::ConnectNotSupported);
     }
+    // A fragment is the client's business and never part of a request target (RFC 9112
+    // §3.2); Envoy refuses a path with one by default, and so does hoist, rather than route
+    // and match on text no origin was meant to see.
+    if target.contains('#') {
+        return Err(H1Error::InvalidUrl);
+    }
     if target.starts_with('/') {
         return Ok(Target {
             path: target.to_owned(),
