@@ -308,7 +308,7 @@ fn check_stage(rules: &Arc<RuleSet>, stage: &Value) -> (bool, Outcome) {
         return (
             positive,
             Outcome::Skip(
-                "expects a 4xx status: the proxy's HTTP layer rejects it before the WAF".into(),
+                "expects a 4xx status: refused by the proxy, checked in crates/hoist/tests/crs_rejected.rs".into(),
             ),
         );
     }
