@@ -318,7 +318,7 @@ fn check_stage(rules: &Arc<RuleSet>, stage: &Value) -> (bool, Outcome) {
         && no_match_regex.is_none()
     {
         let why = if output.get("status").is_some() {
-            "only checks the HTTP status: the proxy's HTTP layer rejects it first"
+            "only checks an HTTP status other than a 4xx: nothing the engine decides"
         } else {
             "no log expectation"
         };
