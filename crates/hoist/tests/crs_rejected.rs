@@ -14,29 +14,13 @@
 #![allow(clippy::unwrap_used)]
 
 mod support;
+mod waf_support;
 
 use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 use support::*;
-
-fn shared_crs(var: &str, below: &str) -> Option<PathBuf> {
-    let dir = match std::env::var_os(var) {
-        Some(d) => PathBuf::from(d),
-        None => Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("../../../shared/crs")
-            .join(below),
-    };
-    if dir.is_dir() {
-        return Some(dir);
-    }
-    assert!(
-        std::env::var_os("HOIST_SKIP_CRS_TESTS").is_some_and(|v| v == "1"),
-        "CRS not found at {}: set {var} or HOIST_SKIP_CRS_TESTS=1",
-        dir.display()
-    );
-    None
-}
+use waf_support::*;
 
 fn as_text(v: &Value) -> String {
     match v {
@@ -162,35 +146,14 @@ fn refused(status: u16) -> bool {
 
 #[test]
 fn crs_stages_only_a_server_can_check_are_refused_by_the_proxy() {
-    let (Some(crs), Some(tests)) = (
-        shared_crs("HOIST_CRS_DIR", ""),
-        shared_crs("HOIST_CRS_TESTS", "tests"),
-    ) else {
+    let (Some(crs), Some(tests)) = (crs_dir(), crs_tests()) else {
         return;
     };
     let stages = rejected_stages(&tests);
     // The corpus at the time of writing has 22; an empty list would prove nothing.
     assert!(stages.len() >= 10, "only {} stages found", stages.len());
     let dir = TempDir::new("crs-rejected");
-    let base = Path::new(env!("CARGO_MANIFEST_DIR")).join("../hoist-waf/conf/base.conf");
-    let directives = [
-        format!("Include {}", base.display()),
-        format!("Include {}", crs.join("crs-setup.conf.example").display()),
-        format!("Include {}", crs.join("rules/*.conf").display()),
-    ];
-    let json = format!(
-        "{{\"directives_map\": {{\"default\": [{}]}}, \"default_directives\": \"default\"}}",
-        directives.map(|d| format!("{d:?}")).join(", ")
-    );
-    // The native filter; its body is Coraza's JSON written as a YAML flow mapping.
-    let filter = format!(
-        "- name: hoist.filters.http.waf\n  typed_config: {}",
-        json.replacen(
-            '{',
-            "{\"@type\": \"type.googleapis.com/hoist.extensions.filters.http.waf.v3.Waf\", ",
-            1
-        )
-    );
+    let filter = native_filter_json(&coraza_json(&crs_directives(&crs)));
     let yaml = bootstrap(&plain_listener("plain", "ingress_http", &[], ""));
     let yaml = insert_before(&yaml, "- name: envoy.filters.http.router", &filter);
     let hoist = Hoist::start(&dir.write("envoy.yaml", yaml), &["--concurrency", "1"]);

@@ -11,67 +11,13 @@
 
 mod support;
 mod upstream_support;
+mod waf_support;
 
-use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use support::*;
 use upstream_support::{cluster, config, route, Origin};
-
-fn crs_dir() -> Option<PathBuf> {
-    let dir = match std::env::var_os("HOIST_CRS_DIR") {
-        Some(d) => PathBuf::from(d),
-        None => Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/crs"),
-    };
-    if dir.join("rules").is_dir() {
-        return Some(dir);
-    }
-    assert!(
-        std::env::var_os("HOIST_SKIP_CRS_TESTS").is_some_and(|v| v == "1"),
-        "CRS not found at {}: set HOIST_CRS_DIR or HOIST_SKIP_CRS_TESTS=1",
-        dir.display()
-    );
-    None
-}
-
-fn base_conf() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../hoist-waf/conf/base.conf")
-}
-
-/// Coraza's JSON with one directive set, as a JSON string.
-fn coraza_json(directives: &[String]) -> String {
-    let list: Vec<String> = directives.iter().map(|d| format!("{d:?}")).collect();
-    format!(
-        "{{\"directives_map\": {{\"default\": [{}]}}, \"default_directives\": \"default\"}}",
-        list.join(", ")
-    )
-}
-
-/// envoy.filters.http.wasm as operators configure Coraza on Envoy.
-fn wasm_filter(directives: &[String]) -> String {
-    wasm_filter_json(&coraza_json(directives))
-}
-
-/// envoy.filters.http.wasm with Coraza's JSON `json`.
-fn wasm_filter_json(json: &str) -> String {
-    format!(
-        "- name: envoy.filters.http.wasm\n  typed_config:\n    \"@type\": type.googleapis.com/envoy.extensions.filters.http.wasm.v3.Wasm\n    config:\n      name: coraza-filter\n      root_id: \"\"\n      configuration:\n        \"@type\": type.googleapis.com/google.protobuf.StringValue\n        value: {}\n      vm_config:\n        runtime: envoy.wasm.runtime.v8\n        vm_id: coraza-filter_vm_id\n        code: {{local: {{filename: coraza-http-wasm.wasm}}}}",
-        serde_quote(json)
-    )
-}
-
-/// A YAML single-quoted scalar.
-fn serde_quote(s: &str) -> String {
-    format!("'{}'", s.replace('\'', "''"))
-}
-
-fn crs_directives(crs: &Path) -> Vec<String> {
-    vec![
-        format!("Include {}", base_conf().display()),
-        format!("Include {}", crs.join("crs-setup.conf.example").display()),
-        format!("Include {}", crs.join("rules/*.conf").display()),
-    ]
-}
+use waf_support::*;
 
 #[test]
 fn crs_blocks_attacks_and_passes_ordinary_traffic_over_tls() {
@@ -199,15 +145,7 @@ fn native_name_takes_the_same_json_and_bad_directives_are_refused() {
         "SecRule ARGS:probe \"@streq late\"".to_string(),
     ];
     let json = coraza_json(&rules);
-    // The body is the JSON object itself, written as a YAML flow mapping.
-    let filter = format!(
-        "- name: hoist.filters.http.waf\n  typed_config: {}",
-        json.replacen(
-            '{',
-            "{\"@type\": \"type.googleapis.com/hoist.extensions.filters.http.waf.v3.Waf\", ",
-            1
-        )
-    );
+    let filter = native_filter_json(&json);
     let yaml = bootstrap(&plain_listener("plain", "p", &[], ""));
     let yaml = insert_before(&yaml, "- name: envoy.filters.http.router", &filter);
     let cfg = dir.write("envoy.yaml", &yaml);
