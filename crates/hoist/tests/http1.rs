@@ -138,6 +138,9 @@ fn malformed_requests_get_400_and_a_closed_connection() {
         b"POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 5\r\nContent-Length: 6\r\n\r\nhello",
         b"POST / HTTP/1.1\r\nHost: a\r\nContent-Length: abc\r\n\r\n",
         b"POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n",
+        // A space inside the target (four words, the last a good version) and a fragment.
+        b"GET /a b HTTP/1.1\r\nHost: a\r\n\r\n",
+        b"GET /a#frag HTTP/1.1\r\nHost: a\r\n\r\n",
     ];
     for case in cases {
         let (status, closed) = status_and_closed(addr, case);
