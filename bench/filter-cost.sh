@@ -26,6 +26,12 @@
 # server's send, so part of the server's system time is the client's receive path. A
 # configuration that leaves the core's caches colder makes that path slower too (measured for
 # the WAF: the same NET_RX count per request, 2-4 µs more softirq time per request).
+#
+# With the WAF, each line also gives the engine's own time per request, from the filter's
+# processing_time_us histogram (its sum and count on the admin port, before and after the
+# run): wall time inside the engine's calls, so what the rest of the WAF configuration's cost
+# is (the filter's glue, wake-ups, caches left colder for TLS and the kernel) is the
+# difference.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 reps=${1:-5}
@@ -39,6 +45,13 @@ server=
 trap '[ -n "$server" ] && kill "$server" 2>/dev/null; rm -rf "$tmp"' EXIT
 
 run_time_ns() { cat /proc/"$1"/task/*/schedstat | awk '{s += $1} END {print s}'; }
+
+# "sum count" of the WAF filter's processing_time_us histogram; "0 0" without the filter.
+waf_time() {
+  curl -s http://127.0.0.1:19901/stats/prometheus |
+    awk '/waf_processing_time_us_sum/ {s = $2} /waf_processing_time_us_count/ {c = $2}
+         END {print s + 0, c + 0}'
+}
 
 one() {
   local l7=$1
@@ -56,9 +69,12 @@ one() {
   local u0 s0 u1 s1 r0 r1
   read -r u0 s0 < <(awk '{print $14, $15}' /proc/$pid/stat); r0=$(run_time_ns $pid)
   local q0 q1
+  local w0 w1
+  w0=$(waf_time)
   q0=$(awk -v c="cpu$SERVER_CPU" '$1 == c {print $8}' /proc/stat)
   "${load[@]}" -t "${secs}s" "$url" >"$tmp/load.out" 2>&1
   q1=$(awk -v c="cpu$SERVER_CPU" '$1 == c {print $8}' /proc/stat)
+  w1=$(waf_time)
   read -r u1 s1 < <(awk '{print $14, $15}' /proc/$pid/stat); r1=$(run_time_ns $pid)
   kill $pid; wait $pid 2>/dev/null || true
   server=
@@ -66,9 +82,11 @@ one() {
   local hz; hz=$(getconf CLK_TCK)
   python3 -c "
 n=$n; hz=$hz
+(ws0, wc0), (ws1, wc1) = [tuple(map(float, w.split())) for w in ('$w0', '$w1')]
+engine = f'; WAF engine {(ws1-ws0)/(wc1-wc0):.1f} µs per transaction' if wc1 > wc0 else ''
 print(f'$l7: {n} requests; server CPU per request: total {($r1-$r0)/1e3/n:.2f} µs'
       f' (user {($u1-$u0)*1e6/hz/n:.1f}, system {($s1-$s0)*1e6/hz/n:.1f});'
-      f' core softirq {($q1-$q0)*1e6/hz/n:.1f}')"
+      f' core softirq {($q1-$q0)*1e6/hz/n:.1f}{engine}')"
 }
 
 for i in $(seq "$reps"); do
