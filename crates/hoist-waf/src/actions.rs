@@ -120,29 +120,35 @@ pub enum Effect {
     Ctl(Ctl),
 }
 
+/// A rule's actions as parsed from its action list.
+///
+/// Field order is layout (`repr(C)`): what a match or an evaluation reads (effects, skip,
+/// severity, capture, multiMatch) comes first, in the cache line after the rule's own hot
+/// fields (see `Rule`); the rest is read at load or when a log line is written.
 #[derive(Debug, Clone, Default)]
+#[repr(C)]
 pub struct Actions {
+    pub effects: Vec<Effect>,
+    pub skip: u32,
+    pub severity: Option<u8>,
+    pub capture: bool,
+    pub multi_match: bool,
+    pub chain: bool,
+    pub log: Option<bool>,
     pub id: Option<i64>,
     pub phase: Option<u8>,
     pub msg: Option<Macro>,
     pub logdata: Option<Macro>,
-    pub severity: Option<u8>,
     pub tags: Vec<String>,
     pub ver: Option<String>,
     pub rev: Option<String>,
     pub disruptive: Option<Disruptive>,
     pub status: Option<u16>,
-    pub log: Option<bool>,
     pub auditlog: Option<bool>,
-    pub capture: bool,
-    pub multi_match: bool,
-    pub chain: bool,
-    pub skip: u32,
     pub skip_after: Option<String>,
     /// `t:none` seen: the default action's transformations do not apply.
     pub transforms_reset: bool,
     pub transforms: Vec<Transform>,
-    pub effects: Vec<Effect>,
 }
 
 pub const SEVERITIES: [&str; 8] = [
