@@ -16,6 +16,7 @@
 
 pub mod actions;
 mod body;
+mod builder;
 mod byte_filter;
 mod byte_summary;
 pub mod chains;
