@@ -16,6 +16,7 @@ mod rate_limit;
 mod route;
 mod route_match;
 mod tls;
+mod upstream_tls;
 
 pub(crate) use bootstrap::bootstrap;
 pub use core::data_source;

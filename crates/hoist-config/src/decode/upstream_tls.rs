@@ -1,0 +1,141 @@
+//! A cluster's `transport_socket`: raw_buffer, or TLS to the upstream
+//! (`envoy.extensions.transport_sockets.tls.v3.UpstreamTlsContext`).
+
+use super::tls::{tls_certificate, tls_params, validation_context};
+use crate::extension::{select, Kind, Slot};
+use crate::model::{TlsParams, TlsVersion, UpstreamTlsContext};
+use crate::reader::{Message, Node, Result};
+
+const UPSTREAM_TLS: Kind = Kind {
+    type_name: "envoy.extensions.transport_sockets.tls.v3.UpstreamTlsContext",
+    names: &["envoy.transport_sockets.tls", "tls"],
+    name_only: false,
+};
+
+const RAW_BUFFER: Kind = Kind {
+    type_name: "envoy.extensions.transport_sockets.raw_buffer.v3.RawBuffer",
+    names: &["envoy.transport_sockets.raw_buffer", "raw_buffer"],
+    name_only: true,
+};
+
+pub(super) fn transport_socket(node: &Node) -> Result<Option<UpstreamTlsContext>> {
+    let mut m = node.message()?;
+    let tls = match select(&mut m, "transport socket", &[UPSTREAM_TLS, RAW_BUFFER])? {
+        Slot::Known {
+            index: 0,
+            config: Some(typed),
+            ..
+        } => Some(upstream_tls_context(typed.body)?),
+        Slot::Known { config, .. } => {
+            if let Some(typed) = config {
+                typed.body.finish()?;
+            }
+            None
+        }
+        Slot::Unsupported(e) => return Err(e),
+    };
+    m.finish()?;
+    Ok(tls)
+}
+
+fn upstream_tls_context(mut m: Message) -> Result<UpstreamTlsContext> {
+    m.unsupported(&[
+        "allow_renegotiation",
+        "max_session_keys",
+        "enforce_rsa_key_usage",
+        "auto_host_sni",
+        "auto_sni_san_validation",
+    ])?;
+    let yaml_path = m.path().to_owned();
+    let sni = match m.field("sni")? {
+        Some(n) => {
+            let s = n.string()?;
+            if s.len() > 255 {
+                return Err(n.error("sni is at most 255 bytes"));
+            }
+            (!s.is_empty()).then_some(s)
+        }
+        None => None,
+    };
+    let mut params = TlsParams {
+        max_version: TlsVersion::Tls1_2,
+        ..TlsParams::default()
+    };
+    let mut alpn_protocols = Vec::new();
+    let mut client_certificate = None;
+    let (trusted_ca, subject_alt_names) = match m.field("common_tls_context")? {
+        Some(n) => {
+            let mut c = n.message()?;
+            c.unsupported(&[
+                "tls_certificate_sds_secret_configs",
+                "tls_certificate_provider_instance",
+                "custom_tls_certificate_selector",
+                "tls_certificate_certificate_provider",
+                "tls_certificate_certificate_provider_instance",
+                "validation_context_sds_secret_config",
+                "combined_validation_context",
+                "validation_context_certificate_provider",
+                "validation_context_certificate_provider_instance",
+                "custom_handshaker",
+                "key_log",
+            ])?;
+            if let Some(n) = c.field("tls_params")? {
+                params = upstream_tls_params(&n)?;
+            }
+            let certs = c.list("tls_certificates")?;
+            if certs.len() > 1 {
+                return Err(c.error("an upstream presents at most one client certificate"));
+            }
+            if let Some(n) = certs.first() {
+                client_certificate = Some(tls_certificate(n)?);
+            }
+            for item in c.list("alpn_protocols")? {
+                let p = item.string()?;
+                if p.is_empty() || p.len() > 255 {
+                    return Err(item.error("an ALPN protocol name is 1 to 255 bytes"));
+                }
+                alpn_protocols.push(p);
+            }
+            let v = c
+                .field("validation_context")?
+                .map(|n| validation_context(&n))
+                .transpose()?;
+            c.finish()?;
+            match v {
+                Some(v) => (Some(v.trusted_ca), v.subject_alt_names),
+                None => (None, Vec::new()),
+            }
+        }
+        None => (None, Vec::new()),
+    };
+    m.finish()?;
+    Ok(UpstreamTlsContext {
+        sni,
+        trusted_ca,
+        subject_alt_names,
+        min_version: params.min_version,
+        max_version: params.max_version,
+        alpn_protocols,
+        client_certificate,
+        yaml_path,
+    })
+}
+
+/// `tls_params` of an upstream: versions only. Envoy's client maximum is TLS 1.2 unless set
+/// (or unless the minimum is 1.3).
+fn upstream_tls_params(n: &Node) -> Result<TlsParams> {
+    let mut p = tls_params(n)?;
+    if !p.cipher_suites.is_empty() || !p.ecdh_curves.is_empty() {
+        return Err(n.error(
+            "upstream tls_params: cipher_suites and ecdh_curves are not supported (versions only)",
+        ));
+    }
+    let explicit_max = n
+        .message()?
+        .field("tls_maximum_protocol_version")?
+        .is_some();
+    if !explicit_max && p.min_version < TlsVersion::Tls1_3 {
+        p.max_version = TlsVersion::Tls1_2;
+    }
+    Ok(p)
+}
