@@ -46,9 +46,10 @@ trap '[ -n "$server" ] && kill "$server" 2>/dev/null; rm -rf "$tmp"' EXIT
 
 run_time_ns() { cat /proc/"$1"/task/*/schedstat | awk '{s += $1} END {print s}'; }
 
-# "sum count" of the WAF filter's processing_time_us histogram; "0 0" without the filter.
+# "sum count" of the WAF filter's processing_time_us histogram on the admin port that
+# filter_config sets (19901); "0 0" without the filter.
 waf_time() {
-  curl -s http://127.0.0.1:19901/stats/prometheus |
+  curl -s --max-time 5 http://127.0.0.1:19901/stats/prometheus |
     awk '/waf_processing_time_us_sum/ {s = $2} /waf_processing_time_us_count/ {c = $2}
          END {print s + 0, c + 0}'
 }

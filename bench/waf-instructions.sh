@@ -35,7 +35,7 @@ misses() { # case function transactions
   HOIST_WAF_BENCH_ITERS=$3 HOIST_WAF_BENCH_CASE=$1 HOIST_WAF_BENCH_COLD=64 valgrind \
     --tool=callgrind --cache-sim=yes --LL=33554432,16,64 --callgrind-out-file="$tmp/out" \
     --toggle-collect="$2" "$bin" --bench >/dev/null 2>&1
-  callgrind_annotate --show=Ir,ILmr,DLmr,DLmw "$tmp/out" | awk '/PROGRAM TOTALS/ {
+  callgrind_annotate --show=Ir,ILmr,DLmr,DLmw "$tmp/out" 2>/dev/null | awk '/PROGRAM TOTALS/ {
     gsub(/\([^)]*\)/, ""); gsub(",", ""); print $1, $2, $3, $4 }'
 }
 
