@@ -22,12 +22,6 @@ const TLS: Kind = Kind {
     name_only: false,
 };
 
-const RAW_BUFFER: Kind = Kind {
-    type_name: "envoy.extensions.transport_sockets.raw_buffer.v3.RawBuffer",
-    names: &["envoy.transport_sockets.raw_buffer", "raw_buffer"],
-    name_only: true,
-};
-
 /// hoist peeks at every ClientHello (SNI, ALPN) itself, so the inspector is accepted as a no-op.
 const TLS_INSPECTOR: Kind = Kind {
     type_name: "envoy.extensions.filters.listener.tls_inspector.v3.TlsInspector",
@@ -239,23 +233,7 @@ fn filter_chain(node: &Node) -> Result<FilterChain> {
 }
 
 fn transport_socket(node: &Node) -> Result<Option<crate::model::DownstreamTlsContext>> {
-    let mut m = node.message()?;
-    let tls = match select(&mut m, "transport socket", &[TLS, RAW_BUFFER])? {
-        Slot::Known {
-            index: 0,
-            config: Some(typed),
-            ..
-        } => Some(downstream_tls_context(typed.body)?),
-        Slot::Known { config, .. } => {
-            if let Some(typed) = config {
-                typed.body.finish()?;
-            }
-            None
-        }
-        Slot::Unsupported(e) => return Err(e),
-    };
-    m.finish()?;
-    Ok(tls)
+    super::tls::transport_socket(node, TLS, downstream_tls_context)
 }
 
 fn chain_match(node: &Node) -> Result<FilterChainMatch> {

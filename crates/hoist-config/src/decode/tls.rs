@@ -1,15 +1,66 @@
-//! `envoy.extensions.transport_sockets.tls.v3.DownstreamTlsContext`.
+//! `envoy.extensions.transport_sockets.tls.v3.DownstreamTlsContext`, and what the listener's and
+//! the cluster's TLS share: the transport socket choice, certificates, parameters,
+//! validation and the refused CommonTlsContext fields.
 
 use rustls_pki_types::pem::{self, PemObject};
 use rustls_pki_types::{CertificateDer, PrivateKeyDer};
 
 use super::cipher::{cipher_group, curve, tls_version, tls_version_name, TLS_PROTOCOLS};
 use super::core::{data_source, describe_source};
+use crate::extension::{select, Kind, Slot};
 use crate::model::{
     DataSource, DownstreamTlsContext, SanMatch, SanType, TlsCertificate, TlsParams, TlsVersion,
     ValidationContext,
 };
 use crate::reader::{Message, Node, Result};
+
+const RAW_BUFFER: Kind = Kind {
+    type_name: "envoy.extensions.transport_sockets.raw_buffer.v3.RawBuffer",
+    names: &["envoy.transport_sockets.raw_buffer", "raw_buffer"],
+    name_only: true,
+};
+
+/// `CommonTlsContext` fields hoist refuses, on either side (SDS, certificate providers,
+/// custom handshakers, key logging).
+pub(crate) const COMMON_TLS_CONTEXT_UNSUPPORTED: &[&str] = &[
+    "tls_certificate_sds_secret_configs",
+    "tls_certificate_provider_instance",
+    "custom_tls_certificate_selector",
+    "tls_certificate_certificate_provider",
+    "tls_certificate_certificate_provider_instance",
+    "validation_context_sds_secret_config",
+    "combined_validation_context",
+    "validation_context_certificate_provider",
+    "validation_context_certificate_provider_instance",
+    "custom_handshaker",
+    "key_log",
+];
+
+/// A `transport_socket`: `tls` (the listener's Downstream- or the cluster's
+/// UpstreamTlsContext, decoded by `decode`) or `raw_buffer` (plain TCP, `None`).
+pub(crate) fn transport_socket<T>(
+    node: &Node,
+    tls: Kind,
+    decode: impl FnOnce(Message) -> Result<T>,
+) -> Result<Option<T>> {
+    let mut m = node.message()?;
+    let context = match select(&mut m, "transport socket", &[tls, RAW_BUFFER])? {
+        Slot::Known {
+            index: 0,
+            config: Some(typed),
+            ..
+        } => Some(decode(typed.body)?),
+        Slot::Known { config, .. } => {
+            if let Some(typed) = config {
+                typed.body.finish()?;
+            }
+            None
+        }
+        Slot::Unsupported(e) => return Err(e),
+    };
+    m.finish()?;
+    Ok(context)
+}
 
 /// Envoy's session ticket key format: 16 bytes name, 32 bytes HMAC secret, 32 bytes AES key.
 const TICKET_KEY_LEN: u64 = 80;
@@ -48,19 +99,7 @@ pub(crate) fn downstream_tls_context(mut m: Message) -> Result<DownstreamTlsCont
     m.finish()?;
 
     let mut c = common.message()?;
-    c.unsupported(&[
-        "tls_certificate_sds_secret_configs",
-        "tls_certificate_provider_instance",
-        "custom_tls_certificate_selector",
-        "tls_certificate_certificate_provider",
-        "tls_certificate_certificate_provider_instance",
-        "validation_context_sds_secret_config",
-        "combined_validation_context",
-        "validation_context_certificate_provider",
-        "validation_context_certificate_provider_instance",
-        "custom_handshaker",
-        "key_log",
-    ])?;
+    c.unsupported(COMMON_TLS_CONTEXT_UNSUPPORTED)?;
     let tls_params = match c.field("tls_params")? {
         Some(n) => tls_params(&n)?,
         None => TlsParams::default(),

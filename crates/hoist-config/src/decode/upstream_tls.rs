@@ -1,8 +1,10 @@
 //! A cluster's `transport_socket`: raw_buffer, or TLS to the upstream
 //! (`envoy.extensions.transport_sockets.tls.v3.UpstreamTlsContext`).
 
-use super::tls::{tls_certificate, tls_params, validation_context};
-use crate::extension::{select, Kind, Slot};
+use super::tls::{
+    self, tls_certificate, tls_params, validation_context, COMMON_TLS_CONTEXT_UNSUPPORTED,
+};
+use crate::extension::Kind;
 use crate::model::{TlsParams, TlsVersion, UpstreamTlsContext};
 use crate::reader::{Message, Node, Result};
 
@@ -12,30 +14,8 @@ const UPSTREAM_TLS: Kind = Kind {
     name_only: false,
 };
 
-const RAW_BUFFER: Kind = Kind {
-    type_name: "envoy.extensions.transport_sockets.raw_buffer.v3.RawBuffer",
-    names: &["envoy.transport_sockets.raw_buffer", "raw_buffer"],
-    name_only: true,
-};
-
 pub(super) fn transport_socket(node: &Node) -> Result<Option<UpstreamTlsContext>> {
-    let mut m = node.message()?;
-    let tls = match select(&mut m, "transport socket", &[UPSTREAM_TLS, RAW_BUFFER])? {
-        Slot::Known {
-            index: 0,
-            config: Some(typed),
-            ..
-        } => Some(upstream_tls_context(typed.body)?),
-        Slot::Known { config, .. } => {
-            if let Some(typed) = config {
-                typed.body.finish()?;
-            }
-            None
-        }
-        Slot::Unsupported(e) => return Err(e),
-    };
-    m.finish()?;
-    Ok(tls)
+    tls::transport_socket(node, UPSTREAM_TLS, upstream_tls_context)
 }
 
 fn upstream_tls_context(mut m: Message) -> Result<UpstreamTlsContext> {
@@ -66,19 +46,7 @@ fn upstream_tls_context(mut m: Message) -> Result<UpstreamTlsContext> {
     let (trusted_ca, subject_alt_names) = match m.field("common_tls_context")? {
         Some(n) => {
             let mut c = n.message()?;
-            c.unsupported(&[
-                "tls_certificate_sds_secret_configs",
-                "tls_certificate_provider_instance",
-                "custom_tls_certificate_selector",
-                "tls_certificate_certificate_provider",
-                "tls_certificate_certificate_provider_instance",
-                "validation_context_sds_secret_config",
-                "combined_validation_context",
-                "validation_context_certificate_provider",
-                "validation_context_certificate_provider_instance",
-                "custom_handshaker",
-                "key_log",
-            ])?;
+            c.unsupported(COMMON_TLS_CONTEXT_UNSUPPORTED)?;
             if let Some(n) = c.field("tls_params")? {
                 params = upstream_tls_params(&n)?;
             }
