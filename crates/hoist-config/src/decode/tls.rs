@@ -36,6 +36,19 @@ pub(crate) const COMMON_TLS_CONTEXT_UNSUPPORTED: &[&str] = &[
     "key_log",
 ];
 
+/// `CommonTlsContext.alpn_protocols`: names of 1 to 255 bytes.
+pub(crate) fn alpn_protocols(c: &mut Message) -> Result<Vec<String>> {
+    let mut protocols = Vec::new();
+    for item in c.list("alpn_protocols")? {
+        let p = item.string()?;
+        if p.is_empty() || p.len() > 255 {
+            return Err(item.error("an ALPN protocol name is 1 to 255 bytes"));
+        }
+        protocols.push(p);
+    }
+    Ok(protocols)
+}
+
 /// A `transport_socket`: `tls` (the listener's Downstream- or the cluster's
 /// UpstreamTlsContext, decoded by `decode`) or `raw_buffer` (plain TCP, `None`).
 pub(crate) fn transport_socket<T>(
@@ -112,14 +125,7 @@ pub(crate) fn downstream_tls_context(mut m: Message) -> Result<DownstreamTlsCont
         .iter()
         .map(tls_certificate)
         .collect::<Result<Vec<_>>>()?;
-    let mut alpn_protocols = Vec::new();
-    for item in c.list("alpn_protocols")? {
-        let p = item.string()?;
-        if p.is_empty() || p.len() > 255 {
-            return Err(item.error("an ALPN protocol name is 1 to 255 bytes"));
-        }
-        alpn_protocols.push(p);
-    }
+    let alpn_protocols = alpn_protocols(&mut c)?;
     let validation_context = c
         .field("validation_context")?
         .map(|n| validation_context(&n))

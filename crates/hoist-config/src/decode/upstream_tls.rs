@@ -57,13 +57,7 @@ fn upstream_tls_context(mut m: Message) -> Result<UpstreamTlsContext> {
             if let Some(n) = certs.first() {
                 client_certificate = Some(tls_certificate(n)?);
             }
-            for item in c.list("alpn_protocols")? {
-                let p = item.string()?;
-                if p.is_empty() || p.len() > 255 {
-                    return Err(item.error("an ALPN protocol name is 1 to 255 bytes"));
-                }
-                alpn_protocols.push(p);
-            }
+            alpn_protocols = tls::alpn_protocols(&mut c)?;
             let v = c
                 .field("validation_context")?
                 .map(|n| validation_context(&n))
