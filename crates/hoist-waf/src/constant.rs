@@ -44,6 +44,16 @@ pub(crate) struct ConstantPlan {
     /// its walk the first source of L1 data misses in callgrind's cache model. `decisions`
     /// is read only for a match.
     kinds: [Vec<u8>; 5],
+    /// Per phase, per entry index: where the run of entries that do nothing in a transaction
+    /// that replayed the block (markers and rules decided "no match") ends, when one starts
+    /// there; the index itself otherwise. CRS's files open with paranoia-level markers and
+    /// decided bookkeeping: ~230 such steps of a small GET, each reading its head, its
+    /// removals and its decision.
+    dead_end: [Vec<u32>; 5],
+    /// Per phase, per entry index: the OR of the tag bits (`heads::tag_bit`) of the decided
+    /// rules from there to `dead_end`. A `ctl:ruleRemoveTargetByTag` whose tag bit is absent
+    /// names none of them, so their decisions stand (`dead_run`).
+    dead_tags: [Vec<u64>; 5],
 }
 
 const UNDECIDED: u8 = 0;
@@ -109,6 +119,19 @@ impl ConstantPlan {
         }
     }
 
+    /// The run of entries from `index` on that a transaction which replayed the block may
+    /// pass over at once: its end and the OR of its rules' tag bits, when it is not empty.
+    /// Passing over it is what stepping through it would do (a marker does nothing, a
+    /// decided "no match" nothing but name the current rule), as long as no pending `skip`
+    /// counts its rules and no removed target names one of them (see
+    /// `Transaction::targets_removed_from`, which sends a decided rule back to evaluation).
+    #[inline]
+    pub(crate) fn dead_run(&self, phase: u8, index: usize) -> Option<(usize, u64)> {
+        let p = usize::from(phase - 1);
+        let end = *self.dead_end.get(p)?.get(index)? as usize;
+        (end > index).then(|| (end, self.dead_tags[p][index]))
+    }
+
     pub(crate) fn build(rules: &Arc<RuleSet>) -> ConstantPlan {
         let mut probe = Transaction::new(Arc::clone(rules), "", "");
         probe.use_constant_plan = false;
@@ -117,7 +140,7 @@ impl ConstantPlan {
             decisions[phase] = vec![Decision::Undecided; list.len()];
         }
         let Some(block) = run_block(&mut probe, rules) else {
-            return ConstantPlan::new(None, decisions);
+            return ConstantPlan::new(None, decisions, &rules.phases);
         };
         let stable = StableTx::new(rules, &block);
         for (p, list) in rules.phases.iter().enumerate() {
@@ -138,11 +161,15 @@ impl ConstantPlan {
                 };
             }
         }
-        ConstantPlan::new(Some(block), decisions)
+        ConstantPlan::new(Some(block), decisions, &rules.phases)
     }
 
-    fn new(block: Option<Block>, decisions: [Vec<Decision>; 5]) -> ConstantPlan {
-        let kinds = decisions.each_ref().map(|list| {
+    fn new(
+        block: Option<Block>,
+        decisions: [Vec<Decision>; 5],
+        phases: &[Vec<Entry>; 5],
+    ) -> ConstantPlan {
+        let kinds: [Vec<u8>; 5] = decisions.each_ref().map(|list| {
             list.iter()
                 .map(|d| match d {
                     Decision::Undecided => UNDECIDED,
@@ -151,10 +178,39 @@ impl ConstantPlan {
                 })
                 .collect()
         });
+        let mut dead_end: [Vec<u32>; 5] = Default::default();
+        let mut dead_tags: [Vec<u64>; 5] = Default::default();
+        for (p, list) in phases.iter().enumerate() {
+            let n = list.len();
+            let (ends, tags) = (&mut dead_end[p], &mut dead_tags[p]);
+            ends.resize(n, 0);
+            tags.resize(n, 0);
+            // From the back: a dead entry's run ends where the next one's does.
+            for index in (0..n).rev() {
+                let tag_bits = match &list[index] {
+                    Entry::Marker(_) => Some(0),
+                    Entry::Rule(rule) if kinds[p].get(index) == Some(&NO_MATCH) => Some(
+                        rule.actions
+                            .tags
+                            .iter()
+                            .fold(0, |b, t| b | crate::heads::tag_bit(t)),
+                    ),
+                    Entry::Rule(_) => None,
+                };
+                let next_dead = index + 1 < n && ends[index + 1] as usize > index + 1;
+                (ends[index], tags[index]) = match (tag_bits, next_dead) {
+                    (None, _) => (index as u32, 0),
+                    (Some(bits), true) => (ends[index + 1], bits | tags[index + 1]),
+                    (Some(bits), false) => (index as u32 + 1, bits),
+                };
+            }
+        }
         ConstantPlan {
             block,
             decisions,
             kinds,
+            dead_end,
+            dead_tags,
         }
     }
 }

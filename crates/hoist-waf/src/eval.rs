@@ -42,6 +42,15 @@ impl Transaction {
                     continue;
                 }
             }
+            // Markers and rules decided "no match" in a row are passed over at once.
+            if at.skip == 0 && self.constant_tx {
+                if let Some((end, tags)) = plan.and_then(|p| p.dead_run(phase, at.next)) {
+                    if self.no_target_removal_among(tags) {
+                        at.next = end;
+                        continue;
+                    }
+                }
+            }
             // A run of gated rules none of which can match is passed over at once.
             if at.skip == 0 {
                 if let Some(run) = rules.gate_runs.at(phase, at.next) {
@@ -175,6 +184,14 @@ impl Transaction {
                 head.tag_bits & bit != 0 && has_tag(list, index, tag)
             }
         })
+    }
+
+    /// Whether no `ctl:ruleRemoveTarget*` of this transaction may name a rule with one of
+    /// `tag_bits` (a removal by id is not looked into: the walk then goes rule by rule).
+    fn no_target_removal_among(&self, tag_bits: u64) -> bool {
+        self.removed_targets
+            .iter()
+            .all(|r| matches!(r, RemovedTarget::Tag(_, bit, _) if tag_bits & bit == 0))
     }
 
     fn is_removed(&self, head: &Head, list: &[Entry], index: usize) -> bool {

@@ -175,6 +175,33 @@ SecRule TX:pl "@eq 1" "id:30,phase:1,deny,status:403,log"
 }
 
 #[test]
+fn a_run_of_decided_rules_is_walked_when_a_removed_target_names_one() {
+    // After the block &TX:pl counts 1, so 31 is decided "no match", in a run with markers
+    // and 30 that the phase loop passes over at once. Taking TX:pl from 31 (by its tag or
+    // its id) leaves a count of 0, which matches: the run must be walked then.
+    let r = rules(
+        r#"
+SecAction "id:10,phase:1,pass,nolog,setvar:tx.pl=1"
+SecRule REQUEST_URI "@beginsWith /t" "id:20,phase:1,pass,nolog,ctl:ruleRemoveTargetByTag=count-me;TX:pl"
+SecRule REQUEST_URI "@beginsWith /o" "id:21,phase:1,pass,nolog,ctl:ruleRemoveTargetByTag=other;TX:pl"
+SecRule REQUEST_URI "@beginsWith /i" "id:22,phase:1,pass,nolog,ctl:ruleRemoveTargetById=31;TX:pl"
+SecMarker A
+SecRule TX:pl "@eq 2" "id:30,phase:2,deny,status:402,log,tag:'other'"
+SecMarker B
+SecRule &TX:pl "@eq 0" "id:31,phase:2,deny,status:403,log,tag:'count-me'"
+SecMarker C
+"#,
+    );
+    assert_eq!(r.constant_rules().1, 2, "30 and 31 are decided");
+    let status = |uri: &str| both(&r, uri, &["pl"]).interruption().map(|i| i.status);
+    assert_eq!(status("/"), None);
+    assert_eq!(status("/t"), Some(403));
+    assert_eq!(status("/i"), Some(403));
+    // A removal naming only 30 (which then has no value to match) leaves 31 decided.
+    assert_eq!(status("/o"), None);
+}
+
+#[test]
 fn a_chain_whose_first_link_cannot_match_is_decided() {
     let r = rules(
         r#"
