@@ -44,16 +44,42 @@ pub(crate) struct ConstantPlan {
     /// its walk the first source of L1 data misses in callgrind's cache model. `decisions`
     /// is read only for a match.
     kinds: [Vec<u8>; 5],
-    /// Per phase, per entry index: where the run of entries that do nothing in a transaction
-    /// that replayed the block (markers and rules decided "no match") ends, when one starts
-    /// there; the index itself otherwise. CRS's files open with paranoia-level markers and
-    /// decided bookkeeping: ~230 such steps of a small GET, each reading its head, its
-    /// removals and its decision.
-    dead_end: [Vec<u32>; 5],
-    /// Per phase, per entry index: the OR of the tag bits (`heads::tag_bit`) of the decided
-    /// rules from there to `dead_end`. A `ctl:ruleRemoveTargetByTag` whose tag bit is absent
-    /// names none of them, so their decisions stand (`dead_run`).
-    dead_tags: [Vec<u64>; 5],
+    /// Per phase, per entry index: how far a transaction that replayed the block may go from
+    /// there without stepping through the entries (see `Leap`).
+    leaps: [Vec<Leap>; 5],
+    /// Per phase, per entry index of a decided match a leap passes: its record and the next
+    /// one along the way (read instead of the rule, which is not dereferenced).
+    matches: [Vec<LeapMatch>; 5],
+}
+
+/// No entry.
+const NONE: u32 = u32::MAX;
+
+/// The entries from an index on that give every transaction that replayed the block the
+/// same outcome: markers, rules decided "no match", and decided matches whose only traces
+/// are a nolog record and MATCHED_VARS (`pass`, no effects, no `skip`; a `skipAfter` is
+/// followed). CRS's files open with these: paranoia-level markers and the
+/// `TX:DETECTION_PARANOIA_LEVEL "@lt N"` skips, ~290 of a small GET's steps (55 of them
+/// matches), each reading its head, its removals and its decision, and a match its rule.
+/// Passing over them is stepping through them, as long as no `skip` is pending and no
+/// removal may name one of them (`Transaction::may_leap`).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Leap {
+    /// Where the walk goes on; the index itself when its entry cannot be passed so.
+    pub(crate) end: u32,
+    /// The first decided match on the way, `NONE` without one.
+    pub(crate) first_match: u32,
+    /// The OR of the tag bits (`heads::tag_bit`) of the rules on the way.
+    pub(crate) tags: u64,
+}
+
+/// A decided match on the way of a leap: what its record holds, and the next one.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct LeapMatch {
+    pub(crate) id: i64,
+    pub(crate) severity: Option<u8>,
+    /// `NONE` after the last.
+    pub(crate) next: u32,
 }
 
 const UNDECIDED: u8 = 0;
@@ -119,17 +145,18 @@ impl ConstantPlan {
         }
     }
 
-    /// The run of entries from `index` on that a transaction which replayed the block may
-    /// pass over at once: its end and the OR of its rules' tag bits, when it is not empty.
-    /// Passing over it is what stepping through it would do (a marker does nothing, a
-    /// decided "no match" nothing but name the current rule), as long as no pending `skip`
-    /// counts its rules and no removed target names one of them (see
-    /// `Transaction::targets_removed_from`, which sends a decided rule back to evaluation).
+    /// The leap from `index`, when it passes at least one entry.
     #[inline]
-    pub(crate) fn dead_run(&self, phase: u8, index: usize) -> Option<(usize, u64)> {
-        let p = usize::from(phase - 1);
-        let end = *self.dead_end.get(p)?.get(index)? as usize;
-        (end > index).then(|| (end, self.dead_tags[p][index]))
+    pub(crate) fn leap(&self, phase: u8, index: usize) -> Option<Leap> {
+        let leap = *self.leaps.get(usize::from(phase - 1))?.get(index)?;
+        (leap.end as usize > index).then_some(leap)
+    }
+
+    /// The decided match at `index` on the way of a leap (`Leap::first_match`,
+    /// `LeapMatch::next`); `None` for `NONE`.
+    pub(crate) fn leap_match(&self, phase: u8, index: u32) -> Option<LeapMatch> {
+        let list = self.matches.get(usize::from(phase - 1))?;
+        list.get(index as usize).copied()
     }
 
     pub(crate) fn build(rules: &Arc<RuleSet>) -> ConstantPlan {
@@ -178,30 +205,56 @@ impl ConstantPlan {
                 })
                 .collect()
         });
-        let mut dead_end: [Vec<u32>; 5] = Default::default();
-        let mut dead_tags: [Vec<u64>; 5] = Default::default();
+        let mut leaps: [Vec<Leap>; 5] = Default::default();
+        let mut matches: [Vec<LeapMatch>; 5] = Default::default();
         for (p, list) in phases.iter().enumerate() {
             let n = list.len();
-            let (ends, tags) = (&mut dead_end[p], &mut dead_tags[p]);
-            ends.resize(n, 0);
-            tags.resize(n, 0);
-            // From the back: a dead entry's run ends where the next one's does.
+            let here = |index: usize| Leap {
+                end: index as u32,
+                first_match: NONE,
+                tags: 0,
+            };
+            leaps[p] = (0..n).map(here).collect();
+            let unused = LeapMatch {
+                id: 0,
+                severity: None,
+                next: NONE,
+            };
+            matches[p] = vec![unused; n];
+            // From the back: an entry's leap goes on with the leap where its own step ends.
             for index in (0..n).rev() {
-                let tag_bits = match &list[index] {
-                    Entry::Marker(_) => Some(0),
-                    Entry::Rule(rule) if kinds[p].get(index) == Some(&NO_MATCH) => Some(
-                        rule.actions
-                            .tags
-                            .iter()
-                            .fold(0, |b, t| b | crate::heads::tag_bit(t)),
-                    ),
-                    Entry::Rule(_) => None,
+                let kind = kinds[p].get(index).copied();
+                let (bits, record, next) = match &list[index] {
+                    Entry::Marker(_) => (0, None, index + 1),
+                    Entry::Rule(rule) if kind == Some(NO_MATCH) => {
+                        (tag_bits(rule), None, index + 1)
+                    }
+                    Entry::Rule(rule) if kind == Some(MATCH) && leaves_only_a_record(rule) => {
+                        let next = rule.skip_after_index.unwrap_or(index + 1);
+                        if next <= index {
+                            continue;
+                        }
+                        (tag_bits(rule), Some(rule), next)
+                    }
+                    Entry::Rule(_) => continue,
                 };
-                let next_dead = index + 1 < n && ends[index + 1] as usize > index + 1;
-                (ends[index], tags[index]) = match (tag_bits, next_dead) {
-                    (None, _) => (index as u32, 0),
-                    (Some(bits), true) => (ends[index + 1], bits | tags[index + 1]),
-                    (Some(bits), false) => (index as u32 + 1, bits),
+                let after = leaps[p].get(next).copied().unwrap_or(here(n));
+                let is_match = record.is_some();
+                if let Some(rule) = record {
+                    matches[p][index] = LeapMatch {
+                        id: rule.id,
+                        severity: rule.actions.severity,
+                        next: after.first_match,
+                    };
+                }
+                leaps[p][index] = Leap {
+                    end: after.end,
+                    first_match: if is_match {
+                        index as u32
+                    } else {
+                        after.first_match
+                    },
+                    tags: bits | after.tags,
                 };
             }
         }
@@ -209,10 +262,25 @@ impl ConstantPlan {
             block,
             decisions,
             kinds,
-            dead_end,
-            dead_tags,
+            leaps,
+            matches,
         }
     }
+}
+
+fn tag_bits(rule: &Rule) -> u64 {
+    let tags = rule.actions.tags.iter();
+    tags.fold(0, |b, t| b | crate::heads::tag_bit(t))
+}
+
+/// Whether a decided match of `rule` leaves nothing but its nolog record and MATCHED_VARS:
+/// what `Transaction::leap_over` writes for it (`on_match` and `record_decided` do the same).
+fn leaves_only_a_record(rule: &Rule) -> bool {
+    matches!(rule.disruptive, crate::actions::Disruptive::Pass)
+        && !rule.log
+        && rule.actions.effects.is_empty()
+        && rule.actions.skip == 0
+        && rule.chained.is_none()
 }
 
 /// Runs phase 1 from its first TX-only rule for as long as rules read only TX and a match

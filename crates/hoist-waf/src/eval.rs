@@ -8,7 +8,7 @@ use crate::constant::{Block, ConstantPlan, Decision};
 use crate::heads::Head;
 use crate::pair_list::PairList;
 use crate::rules::{Entry, Rule, RuleSet};
-use crate::transaction::{RemovedTarget, Transaction};
+use crate::transaction::{MatchedRule, RemovedTarget, Transaction};
 use crate::variables::Exclusion;
 use smallvec::SmallVec;
 use std::borrow::Cow;
@@ -42,11 +42,12 @@ impl Transaction {
                     continue;
                 }
             }
-            // Markers and rules decided "no match" in a row are passed over at once.
+            // Markers and decided rules that leave nothing but a record, passed over at once.
             if at.skip == 0 && self.constant_tx {
-                if let Some((end, tags)) = plan.and_then(|p| p.dead_run(phase, at.next)) {
-                    if self.no_target_removal_among(tags) {
-                        at.next = end;
+                if let Some((plan, leap)) = plan.and_then(|p| Some((p, p.leap(phase, at.next)?))) {
+                    if self.may_leap(leap.tags) {
+                        self.leap_over(plan, phase, leap.first_match);
+                        at.next = leap.end as usize;
                         continue;
                     }
                 }
@@ -186,12 +187,34 @@ impl Transaction {
         })
     }
 
-    /// Whether no `ctl:ruleRemoveTarget*` of this transaction may name a rule with one of
-    /// `tag_bits` (a removal by id is not looked into: the walk then goes rule by rule).
-    fn no_target_removal_among(&self, tag_bits: u64) -> bool {
-        self.removed_targets
-            .iter()
-            .all(|r| matches!(r, RemovedTarget::Tag(_, bit, _) if tag_bits & bit == 0))
+    /// Whether no removal of this transaction (`ctl:ruleRemove*`) may name a rule with one
+    /// of `tag_bits`: then each rule of a leap is stepped as decided (see `step`). A removal
+    /// by id is not looked into: the walk then goes rule by rule.
+    fn may_leap(&self, tag_bits: u64) -> bool {
+        self.removed_ids.is_empty()
+            && self.removed_tag_bits & tag_bits == 0
+            && self
+                .removed_targets
+                .iter()
+                .all(|r| matches!(r, RemovedTarget::Tag(_, bit, _) if tag_bits & bit == 0))
+    }
+
+    /// What stepping through a leap's entries leaves: each decided match's nolog record, in
+    /// order, and the last one's MATCHED_VARS (see `constant::Leap`).
+    fn leap_over(&mut self, plan: &ConstantPlan, phase: u8, first_match: u32) {
+        let (mut at, mut last) = (first_match, None);
+        while let Some(m) = plan.leap_match(phase, at) {
+            self.matched
+                .push(MatchedRule::new(m.id, phase, m.severity, None));
+            last = Some((at, m.id));
+            at = m.next;
+        }
+        if let Some((index, id)) = last {
+            if let Decision::Match(vars) = plan.decision(phase, index as usize) {
+                self.matched_vars.assign(vars);
+            }
+            self.current_rule_id = id;
+        }
     }
 
     fn is_removed(&self, head: &Head, list: &[Entry], index: usize) -> bool {

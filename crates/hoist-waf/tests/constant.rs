@@ -177,8 +177,8 @@ SecRule TX:pl "@eq 1" "id:30,phase:1,deny,status:403,log"
 #[test]
 fn a_run_of_decided_rules_is_walked_when_a_removed_target_names_one() {
     // After the block &TX:pl counts 1, so 31 is decided "no match", in a run with markers
-    // and 30 that the phase loop passes over at once. Taking TX:pl from 31 (by its tag or
-    // its id) leaves a count of 0, which matches: the run must be walked then.
+    // and 30 that the phase loop passes over at once (a leap). Taking TX:pl from 31 (by its
+    // tag or its id) leaves a count of 0, which matches: the run must be walked then.
     let r = rules(
         r#"
 SecAction "id:10,phase:1,pass,nolog,setvar:tx.pl=1"
@@ -199,6 +199,44 @@ SecMarker C
     assert_eq!(status("/i"), Some(403));
     // A removal naming only 30 (which then has no value to match) leaves 31 decided.
     assert_eq!(status("/o"), None);
+}
+
+#[test]
+fn decided_matches_passed_over_leave_their_records_and_matched_vars() {
+    // Phase 2 opens like a CRS file: 30 decided "no match", 31 a decided match that skips
+    // the paranoia-level-2 rule 32, 33 a decided match; the loop passes over all of them at
+    // once, and must leave what stepping through them leaves: 31's and 33's nolog records
+    // (with 31's severity) and 33's MATCHED_VARS, which 40 reads.
+    let r = rules(
+        r#"
+SecAction "id:10,phase:1,pass,nolog,setvar:tx.pl=1,setvar:tx.n=7"
+SecRule REQUEST_URI "@beginsWith /r" "id:20,phase:1,pass,nolog,ctl:ruleRemoveById=31"
+SecRule REQUEST_URI "@beginsWith /t" "id:21,phase:1,pass,nolog,ctl:ruleRemoveByTag=pl-skip"
+SecMarker BEGIN
+SecRule TX:pl "@lt 1" "id:30,phase:2,pass,nolog,skipAfter:END-1"
+SecRule TX:pl "@lt 2" "id:31,phase:2,pass,nolog,tag:'pl-skip',severity:'NOTICE',skipAfter:END-2"
+SecRule ARGS "@rx ." "id:32,phase:2,deny,status:402,log"
+SecMarker END-2
+SecRule TX:n "@eq 7" "id:33,phase:2,pass,nolog"
+SecMarker END-1
+SecRule MATCHED_VAR_NAME "@streq TX:n" "id:40,phase:2,deny,status:403,log"
+"#,
+    );
+    assert_eq!(r.constant_rules().1, 3, "30, 31 and 33 are decided");
+    let plain = both(&r, "/?a=1", &["pl"]);
+    assert_eq!(ids(&plain), [10, 31, 33, 40]);
+    let skip = plain.matched_rules().iter().find(|m| m.id == 31);
+    assert_eq!(
+        skip.map(|m| (m.phase, m.severity, m.logged())),
+        Some((2, Some(5), false))
+    );
+    assert_eq!(plain.interruption().map(|i| i.status), Some(403));
+    // 31 removed (by id, by tag): its skip is not taken, and 32 denies.
+    for uri in ["/r?a=1", "/t?a=1"] {
+        let removed = both(&r, uri, &["pl"]);
+        assert_eq!(removed.interruption().map(|i| i.status), Some(402), "{uri}");
+        assert!(!ids(&removed).contains(&31), "{uri}");
+    }
 }
 
 #[test]
