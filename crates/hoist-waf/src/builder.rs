@@ -113,6 +113,7 @@ impl Builder {
             rx_groups: Default::default(),
             heads: Heads::default(),
             gate_runs: Default::default(),
+            request_body_readers: Default::default(),
             constant_plan: OnceLock::new(),
             scratch: Default::default(),
             shortcuts: true,
@@ -215,6 +216,8 @@ impl Builder {
         let words = set.prefilter().map_or(0, Prefilter::words);
         set.gate_runs =
             crate::gate_runs::GateRuns::build(&set.heads, &set.gate_sets, &set.gate_keys, words);
+        set.request_body_readers =
+            crate::dependents::Dependents::of(crate::variables::VarName::RequestBody, &set);
         Ok(set)
     }
 

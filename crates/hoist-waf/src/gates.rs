@@ -232,6 +232,31 @@ impl GateCache {
         self.reduced.clear();
     }
 
+    /// `changed` for a change to the values of one variable only: forgets what reads it
+    /// (see `dependents`); the rest stays for the next phase.
+    pub fn forget(&mut self, d: &crate::dependents::Dependents) {
+        for (list, ids) in [(&mut self.at, &d.gates), (&mut self.set_at, &d.sets)] {
+            for &id in ids {
+                if let Some(at) = list.get_mut(id as usize) {
+                    *at = 0;
+                }
+            }
+        }
+        for &t in &d.targets {
+            if let Some(summary) = self.targets.get_mut(t as usize) {
+                *summary = None;
+            }
+        }
+        self.reduced.retain(|((t, _), _)| !d.targets.contains(t));
+        for &b in &d.byte_targets {
+            if let Some(bytes) = self.byte_sets.get_mut(b as usize) {
+                *bytes = None;
+            }
+        }
+        self.groups_known &= !d.groups;
+        self.groups_open &= !d.groups;
+    }
+
     /// What `Transaction::group_may_match` found for `group` since the values last changed.
     pub fn group_answer(&self, group: u8) -> Option<bool> {
         let bit = 1u32.checked_shl(u32::from(group))?;

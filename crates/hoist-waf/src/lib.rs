@@ -23,6 +23,7 @@ pub mod chains;
 mod collections;
 mod constant;
 mod decode;
+mod dependents;
 pub mod error;
 mod eval;
 mod folded_contains;

@@ -152,6 +152,9 @@ pub struct RuleSet {
     pub(crate) heads: Heads,
     /// Runs of gated rules checked together (see `gate_runs`).
     pub(crate) gate_runs: crate::gate_runs::GateRuns,
+    /// What a transaction's gate cache forgets when REQUEST_BODY appears empty at phase 2
+    /// (see `dependents`).
+    pub(crate) request_body_readers: crate::dependents::Dependents,
     /// Worked out on the first transaction (it runs rules on a probe transaction).
     pub(crate) constant_plan: OnceLock<ConstantPlan>,
     /// Finished transactions' working memory, for the next ones (see `scratch`).

@@ -432,9 +432,13 @@ impl Transaction {
         // SecArgumentsLimit: a peer decides how many arguments a body holds, and each costs
         // memory and rule work; past the limit the body is a REQBODY_ERROR, as in ModSecurity.
         let limit = self.rules.arguments_limit;
-        if !body.is_empty() || self.body_processor.is_some() || self.force_body_variable {
+        if !body.is_empty() || self.body_processor.is_some() {
             // Arguments, files, XML or REQUEST_BODY appear now.
             self.gate_cache.changed();
+        } else if self.force_body_variable {
+            // Only REQUEST_BODY appears, empty (CRS 901340 forces it on every GET): the rest
+            // of phase 1's unions hold in phase 2.
+            self.gate_cache.forget(&self.rules.request_body_readers);
         }
         match self.body_processor {
             Some(BodyProcessor::UrlEncoded) => {

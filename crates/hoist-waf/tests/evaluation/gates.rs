@@ -22,6 +22,26 @@ SecRule ARGS|!ARGS:b "@validateUtf8Encoding" "id:3,phase:2,pass,nolog,t:none,set
     assert_eq!(tx_var(&tx, "excluded").as_deref(), Some("ARGS:a"));
 }
 
+/// CRS 901340 forces REQUEST_BODY on every GET: it appears, empty, at phase 2. The unions
+/// phase 1 computed over it (when it was absent) are computed again, the others kept.
+#[test]
+fn a_forced_empty_request_body_is_seen_by_gates_computed_without_it() {
+    // `t:length` makes "0" of the empty body: rule 3 matches it. Rule 1 computes the same
+    // gate (REQUEST_BODY, t:length) in phase 1, over no value at all.
+    let r = rules(
+        r#"SecRequestBodyAccess On
+SecRule REQUEST_BODY "@rx ^0$" "id:1,phase:1,pass,nolog,t:length,setvar:tx.early=1"
+SecRule REQUEST_HEADERS:Host "@rx example" "id:2,phase:1,pass,nolog,ctl:forceRequestBodyVariable=On"
+SecRule REQUEST_BODY "@rx ^0$" "id:3,phase:2,pass,nolog,t:length,setvar:tx.late=1"
+SecRule REQUEST_HEADERS:Host "@rx example" "id:4,phase:2,pass,nolog,setvar:tx.host=1"
+"#,
+    );
+    let tx = get(&r, "/");
+    assert_eq!(tx_var(&tx, "early"), None);
+    assert_eq!(tx_var(&tx, "late").as_deref(), Some("1"));
+    assert_eq!(tx_var(&tx, "host").as_deref(), Some("1"));
+}
+
 /// A union closed by its target's bytes (see `gate_bytes`) still opens for a byte the chain
 /// makes, and for a rule on the same gate that needs no byte.
 #[test]
