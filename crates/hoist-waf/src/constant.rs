@@ -20,6 +20,10 @@
 //!   chain (or a rule with `capture`) only "no match" is decided: a first link that does not
 //!   match ends it.
 //!
+//! - **Leaps**: from each entry, how far the phase loop of a transaction that replayed the
+//!   block may go without stepping: over markers, decided "no match" rules and decided
+//!   matches that leave only a nolog record and MATCHED_VARS (see `Leap`).
+//!
 //! A transaction that did not replay the block (TX written before it, a removal, the public
 //! `set_tx_var`) evaluates every rule as written.
 
