@@ -148,6 +148,10 @@ pub struct Actions {
     pub skip_after: Option<String>,
     /// `t:none` seen: the default action's transformations do not apply.
     pub transforms_reset: bool,
+    /// `heads::tag_bit` of each of `tags`, OR-ed: a tag whose bit is absent is not one of
+    /// them, known without comparing strings (each evaluation checks a request's
+    /// `ctl:ruleRemoveTargetByTag`, which CRS 941010 makes on every ordinary request).
+    pub(crate) tag_bits: u64,
     pub transforms: Vec<Transform>,
 }
 
@@ -237,7 +241,10 @@ impl Actions {
                 };
                 self.severity = Some(sev);
             }
-            "tag" => self.tags.push(value),
+            "tag" => {
+                self.tag_bits |= crate::heads::tag_bit(&value);
+                self.tags.push(value);
+            }
             "ver" => self.ver = Some(value),
             "rev" => self.rev = Some(value),
             "maturity" | "accuracy" | "expirevar" | "initcol" | "sanitisematched"

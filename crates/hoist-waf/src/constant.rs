@@ -231,14 +231,14 @@ impl ConstantPlan {
                 let (bits, record, next) = match &list[index] {
                     Entry::Marker(_) => (0, None, index + 1),
                     Entry::Rule(rule) if kind == Some(NO_MATCH) => {
-                        (tag_bits(rule), None, index + 1)
+                        (rule.actions.tag_bits, None, index + 1)
                     }
                     Entry::Rule(rule) if kind == Some(MATCH) && leaves_only_a_record(rule) => {
                         let next = rule.skip_after_index.unwrap_or(index + 1);
                         if next <= index {
                             continue;
                         }
-                        (tag_bits(rule), Some(rule), next)
+                        (rule.actions.tag_bits, Some(rule), next)
                     }
                     Entry::Rule(_) => continue,
                 };
@@ -270,11 +270,6 @@ impl ConstantPlan {
             matches,
         }
     }
-}
-
-fn tag_bits(rule: &Rule) -> u64 {
-    let tags = rule.actions.tags.iter();
-    tags.fold(0, |b, t| b | crate::heads::tag_bit(t))
 }
 
 /// Whether a decided match of `rule` leaves nothing but its nolog record and MATCHED_VARS:

@@ -701,7 +701,11 @@ fn removed_targets_of<'a>(
 ) -> impl Iterator<Item = &'a Exclusion> {
     removed.iter().filter_map(move |r| match r {
         RemovedTarget::Ids(ids, e) if crate::actions::in_ranges(ids, head.id) => Some(e),
-        RemovedTarget::Tag(tag, _, e) if head.actions.tags.contains(tag) => Some(e),
+        RemovedTarget::Tag(tag, bit, e)
+            if head.actions.tag_bits & bit != 0 && head.actions.tags.contains(tag) =>
+        {
+            Some(e)
+        }
         _ => None,
     })
 }

@@ -62,7 +62,7 @@ impl Heads {
         Head {
             id: rule.id,
             marker: false,
-            tag_bits: rule.actions.tags.iter().fold(0, |b, t| b | tag_bit(t)),
+            tag_bits: rule.actions.tag_bits,
             slot: gated.map_or(NO_SLOT, |(slot, _)| slot),
             gate_set: gated.map_or(0, |(_, set)| set),
         }
