@@ -63,8 +63,9 @@ const NONE: u32 = u32::MAX;
 /// same outcome: markers, rules decided "no match", and decided matches whose only traces
 /// are a nolog record and MATCHED_VARS (`pass`, no effects, no `skip`; a `skipAfter` is
 /// followed). CRS's files open with these: paranoia-level markers and the
-/// `TX:DETECTION_PARANOIA_LEVEL "@lt N"` skips, ~290 of a small GET's steps (55 of them
-/// matches), each reading its head, its removals and its decision, and a match its rule.
+/// `TX:DETECTION_PARANOIA_LEVEL "@lt N"` skips: 278 of a small GET's steps in 54 leaps (47
+/// of them matches), each reading its head, its removals and its decision, and a match its
+/// rule.
 /// Passing over them is stepping through them, as long as no `skip` is pending and no
 /// removal may name one of them (`Transaction::may_leap`).
 #[derive(Debug, Clone, Copy)]
