@@ -303,6 +303,11 @@ impl ValueCache {
         chains: &Chains,
         prefilter: Option<Scans<'_>>,
     ) -> (&'v [u8], Option<&'v [u64]>) {
+        // No transformation and no scan wanted (CRS's `t:none` checks of the method, the
+        // protocol, a header): the value as collected, with no region to look up.
+        if chain == EMPTY_CHAIN && prefilter.is_none() {
+            return (original, None);
+        }
         let Some(region) = self.region(slot, chains.len()) else {
             return (original, None);
         };
