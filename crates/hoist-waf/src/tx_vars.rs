@@ -140,6 +140,12 @@ impl TxVars {
             *old = value;
             return;
         }
+        self.insert_new(name, value);
+    }
+
+    /// Adds `name`, which is not in the map: no lookup first (the callers just made one).
+    fn insert_new(&mut self, name: String, value: Vec<u8>) {
+        debug_assert!(!self.map.contains_key(&name), "{name} is already in TX");
         note(&mut self.written, &mut self.written_len, &name);
         self.map.insert(
             name,
@@ -171,7 +177,7 @@ impl TxVars {
         key.push_str(name);
         value.clear();
         fill(&mut value);
-        self.insert(key, value);
+        self.insert_new(key, value);
     }
 
     pub fn remove(&mut self, name: &str) {
