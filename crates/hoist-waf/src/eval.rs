@@ -125,19 +125,22 @@ impl Transaction {
         };
         #[cfg(feature = "rule-profile")]
         let since = std::time::Instant::now();
-        let matched = match decision {
-            Decision::Match(vars) => {
-                self.record_decided(rule, vars);
-                true
+        let matched = crate::rule_probe::probed!(
+            head.id,
+            match decision {
+                Decision::Match(vars) => {
+                    self.record_decided(rule, vars);
+                    true
+                }
+                _ => self.evaluate_chain(rule),
             }
-            _ => self.evaluate_chain(rule),
-        };
+        );
         #[cfg(feature = "rule-profile")]
         crate::rule_profile::add(phase, head.id, since);
         if !matched {
             return true;
         }
-        self.on_match(rule, phase);
+        crate::rule_probe::probed!(head.id, self.on_match(rule, phase));
         if self.interruption.is_some() || self.allowed {
             return false;
         }

@@ -46,6 +46,7 @@ pub mod parser;
 mod phrase_set;
 mod prefilter;
 mod reach;
+mod rule_probe;
 #[cfg(feature = "rule-profile")]
 pub mod rule_profile;
 pub mod rules;
