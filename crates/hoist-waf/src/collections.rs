@@ -258,13 +258,24 @@ impl Transaction {
                         }
                     }
                     sel => {
-                        for (k, v) in self.tx.matching_in_order(|k| sel.matches_folded(k)) {
-                            out.push(Item {
-                                var,
-                                key: Cow::Borrowed(k),
-                                value: Cow::Borrowed(v),
-                                slot: None,
-                            });
+                        let item = |(k, v): (&'a String, &'a Vec<u8>)| Item {
+                            var,
+                            key: Cow::Borrowed(k.as_str()),
+                            value: Cow::Borrowed(v.as_slice()),
+                            slot: None,
+                        };
+                        let keep = |k: &str| sel.matches_folded(k);
+                        // After the constant block's replay, TX is that block's TX but for
+                        // the names written since: those and the block's names the
+                        // selector takes (worked out with the plan) are all there is to see.
+                        let since_replay = self
+                            .constant_tx
+                            .then(|| self.rules.constant_plan().block()?.tx_selection(sel))
+                            .flatten()
+                            .and_then(|base| self.tx.matching_since_reset(base, keep));
+                        match since_replay {
+                            Some(found) => out.extend(found.map(item)),
+                            None => out.extend(self.tx.matching_in_order(keep).map(item)),
                         }
                     }
                 }

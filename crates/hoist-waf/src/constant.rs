@@ -106,6 +106,59 @@ pub(crate) struct Block {
     /// MATCHED_VARS after it; `None` when none of its rules matched (left as it was).
     pub(crate) matched_vars: Option<Pairs>,
     pub(crate) last_rule_id: i64,
+    /// Per TX target of the rule set that selects by regex or prefix (or takes all of TX),
+    /// the names of the block's TX it takes (see `TxVars::matching_since_reset`).
+    pub(crate) tx_selections: Vec<TxSelection>,
+}
+
+/// What one TX selector takes of the block's TX.
+#[derive(Debug)]
+pub(crate) struct TxSelection {
+    pub(crate) selector: Selector,
+    /// The names, with their places in TX's order, in that order.
+    pub(crate) names: Vec<(u64, String)>,
+}
+
+impl Block {
+    /// The block's names that `selector` takes, when it is one of the rule set's.
+    pub(crate) fn tx_selection(&self, selector: &Selector) -> Option<&[(u64, String)]> {
+        self.tx_selections
+            .iter()
+            .find(|s| s.selector.same_as(selector))
+            .map(|s| s.names.as_slice())
+    }
+}
+
+/// Every selector of a TX target other than one name, in the rule set's rules and their
+/// chain links, with what it takes of `tx`.
+fn tx_selections(rules: &RuleSet, tx: &TxMap) -> Vec<TxSelection> {
+    let mut out: Vec<TxSelection> = Vec::new();
+    let links = rules.phases.iter().flatten().flat_map(|entry| {
+        let mut link = match entry {
+            Entry::Rule(rule) => Some(&**rule),
+            Entry::Marker(_) => None,
+        };
+        std::iter::from_fn(move || {
+            let this = link?;
+            link = this.chained.as_deref();
+            Some(this)
+        })
+    });
+    for rule in links {
+        for target in &rule.targets.targets {
+            if target.var != VarName::Tx || matches!(target.selector, Selector::Key(_)) {
+                continue;
+            }
+            if out.iter().any(|s| s.selector.same_as(&target.selector)) {
+                continue;
+            }
+            out.push(TxSelection {
+                selector: target.selector.clone(),
+                names: tx.selected(|k| target.selector.matches_folded(k)),
+            });
+        }
+    }
+    out
 }
 
 #[derive(Debug, Clone)]
@@ -320,10 +373,12 @@ fn run_block(probe: &mut Transaction, rules: &RuleSet) -> Option<Block> {
     if at.next <= start {
         return None;
     }
+    let tx = probe.tx.to_map();
     Some(Block {
         start,
         resume: at,
-        tx: probe.tx.to_map(),
+        tx_selections: tx_selections(rules, &tx),
+        tx,
         matched: probe.matched.clone(),
         matched_vars: (!probe.matched.is_empty()).then(|| probe.matched_vars.to_pairs()),
         last_rule_id: probe.current_rule_id,

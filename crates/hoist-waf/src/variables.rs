@@ -224,6 +224,19 @@ fn regex_matches(r: &Regex, word: &Word, key: &str) -> bool {
 }
 
 impl Selector {
+    /// Whether both select the same members: the same kind and the same text (a regex's
+    /// pattern as written).
+    pub fn same_as(&self, other: &Selector) -> bool {
+        match (self, other) {
+            (Selector::All, Selector::All) => true,
+            (Selector::Key(a), Selector::Key(b)) | (Selector::Prefix(a), Selector::Prefix(b)) => {
+                a == b
+            }
+            (Selector::Regex(a, _), Selector::Regex(b, _)) => a.as_str() == b.as_str(),
+            _ => false,
+        }
+    }
+
     /// `matches` for a key stored ASCII-lowercased, as TX's are: a word or prefix (stored
     /// folded too) is compared byte for byte. CRS walks every TX name with
     /// `/^header_name_920450_/` once per request.

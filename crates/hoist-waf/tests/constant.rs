@@ -383,3 +383,43 @@ SecRule TX:/^p_/ "@rx ." "id:3,phase:1,pass,nolog,setvar:'tx.order=%{tx.order}%{
         );
     }
 }
+
+/// After the block's replay a TX selector reads the block's names it takes (worked out with
+/// the plan) and the names written since: a block name changed, removed, or removed and
+/// added again, and new names, must come out as a walk of the whole of TX gives them, in
+/// TX's order. The same selectors through a prefix (`/^p_/`), a regex and all of TX.
+#[test]
+fn tx_selectors_after_the_block_see_every_change_since() {
+    let r = rules(
+        r#"
+SecAction "id:1,phase:1,pass,nolog,setvar:tx.seen=,setvar:tx.regex=,setvar:tx.all=,setvar:tx.p_a=a,setvar:tx.p_b=b,setvar:tx.p_c=c,setvar:tx.q_p_d=d"
+SecRule ARGS:change "@rx ." "id:2,phase:1,pass,nolog,setvar:tx.p_a=A"
+SecRule ARGS:remove "@rx ." "id:3,phase:1,pass,nolog,setvar:!tx.p_b"
+SecRule ARGS:readd "@rx ." "id:4,phase:1,pass,nolog,setvar:!tx.p_c,setvar:tx.p_c=C"
+SecRule ARGS:add "@rx ." "id:5,phase:1,pass,nolog,setvar:tx.p_new=n,setvar:tx.p_newer=m"
+SecRule TX:/^p_/ "@rx ." "id:6,phase:2,pass,nolog,setvar:'tx.seen=%{tx.seen}%{MATCHED_VAR}'"
+SecRule TX:/P_[A-Z]$/ "@rx ." "id:7,phase:2,pass,nolog,setvar:'tx.regex=%{tx.regex}%{MATCHED_VAR}'"
+SecRule TX "@rx ^[a-zA-Z]$" "id:8,phase:2,pass,nolog,setvar:'tx.all=%{tx.all}%{MATCHED_VAR}'"
+"#,
+    );
+    assert_eq!(r.constant_rules().0, 1, "rule 1 forms the block");
+    for (uri, seen, regex, all) in [
+        ("/", "abc", "abcd", "abcd"),
+        ("/?change=1", "Abc", "Abcd", "Abcd"),
+        ("/?remove=1", "ac", "acd", "acd"),
+        ("/?readd=1", "abC", "abdC", "abdC"),
+        ("/?add=1", "abcnm", "abcd", "abcdnm"),
+        ("/?change=1&remove=1&readd=1&add=1", "ACnm", "AdC", "AdCnm"),
+        ("/", "abc", "abcd", "abcd"),
+    ] {
+        let tx = both(&r, uri, &["seen", "regex", "all"]);
+        assert!(tx.replayed_constant_block(), "{uri}");
+        let var = |v: &str| {
+            tx.tx_var(v)
+                .map(|x| String::from_utf8_lossy(x).into_owned())
+        };
+        assert_eq!(var("seen").as_deref(), Some(seen), "{uri}: TX:/^p_/");
+        assert_eq!(var("regex").as_deref(), Some(regex), "{uri}: TX:/P_[A-Z]$/");
+        assert_eq!(var("all").as_deref(), Some(all), "{uri}: TX");
+    }
+}
