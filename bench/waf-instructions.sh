@@ -22,8 +22,6 @@ cd "$(dirname "$0")/.."
 cases=${1:-both}
 # shellcheck source=bench/waf-engine-bin.sh
 . bench/waf-engine-bin.sh
-tmp=$(mktemp -d /tmp/hoist-waf-instr.XXXXXX)
-trap 'rm -rf "$tmp"' EXIT
 
 count() { # case function transactions
   HOIST_WAF_BENCH_ITERS=$3 HOIST_WAF_BENCH_CASE=$1 valgrind --tool=callgrind \

@@ -17,14 +17,7 @@ cd "$(dirname "$0")/.."
 case=${1:-small}
 # shellcheck source=bench/waf-engine-bin.sh
 . bench/waf-engine-bin.sh
-case $case in
-  small) fn=engine::get_small ;;
-  get) fn=engine::get_1k ;;
-  post) fn=engine::post_10k ;;
-  *) echo "usage: $0 [small|get|post] [binary]" >&2; exit 2 ;;
-esac
-tmp=$(mktemp -d /tmp/hoist-waf-misses.XXXXXX)
-trap 'rm -rf "$tmp"' EXIT
+fn=$(case_function "$case") || { echo "usage: $0 [small|get|post] [binary]" >&2; exit 2; }
 
 events() { # transactions -> the nine event totals
   HOIST_WAF_BENCH_ITERS=$1 HOIST_WAF_BENCH_CASE=$case valgrind --tool=callgrind \
