@@ -115,13 +115,14 @@ pub(crate) struct Block {
 #[derive(Debug)]
 pub(crate) struct TxSelection {
     pub(crate) selector: Selector,
-    /// The names, with their places in TX's order, in that order.
-    pub(crate) names: Vec<(u64, String)>,
+    /// The names, in TX's order (`TxVars::matching_since_reset` reads their places from the
+    /// live map: a name removed and added again has a new one).
+    pub(crate) names: Vec<String>,
 }
 
 impl Block {
     /// The block's names that `selector` takes, when it is one of the rule set's.
-    pub(crate) fn tx_selection(&self, selector: &Selector) -> Option<&[(u64, String)]> {
+    pub(crate) fn tx_selection(&self, selector: &Selector) -> Option<&[String]> {
         self.tx_selections
             .iter()
             .find(|s| s.selector.same_as(selector))

@@ -26,14 +26,14 @@ pub(crate) struct TxMap {
 }
 
 impl TxMap {
-    /// The names `keep` accepts, with their places in TX's order, in that order.
-    pub fn selected(&self, keep: impl Fn(&str) -> bool) -> Vec<(u64, String)> {
-        let mut names: Vec<(u64, String)> = (self.vars.iter())
+    /// The names `keep` accepts, in TX's order.
+    pub fn selected(&self, keep: impl Fn(&str) -> bool) -> Vec<String> {
+        let mut names: Vec<(u64, &String)> = (self.vars.iter())
             .filter(|(k, _)| keep(k))
-            .map(|(k, (born, _))| (*born, k.clone()))
+            .map(|(k, (born, _))| (*born, k))
             .collect();
         names.sort_unstable();
-        names
+        names.into_iter().map(|(_, k)| k.clone()).collect()
     }
 
     #[cfg(test)]
@@ -116,7 +116,7 @@ impl TxVars {
     /// none). `None` when the map is not tracked against a base.
     pub fn matching_since_reset<'a>(
         &'a self,
-        from_base: &'a [(u64, String)],
+        from_base: &'a [String],
         keep: impl Fn(&str) -> bool,
     ) -> Option<impl Iterator<Item = (&'a String, &'a Vec<u8>)>> {
         if !self.tracked {
@@ -126,7 +126,7 @@ impl TxVars {
             smallvec::SmallVec::new();
         // A base name still there and not written since keeps its base place; the written
         // ones (changed, added, removed and added again) are taken from the list below.
-        for (_, name) in from_base {
+        for name in from_base {
             if let Some((k, var)) = self.map.get_key_value(name.as_str()) {
                 if !var.written {
                     found.push((var.born, k, &var.value));
