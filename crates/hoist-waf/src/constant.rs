@@ -134,18 +134,7 @@ impl Block {
 /// chain links, with what it takes of `tx`.
 fn tx_selections(rules: &RuleSet, tx: &TxMap) -> Vec<TxSelection> {
     let mut out: Vec<TxSelection> = Vec::new();
-    let links = rules.phases.iter().flatten().flat_map(|entry| {
-        let mut link = match entry {
-            Entry::Rule(rule) => Some(&**rule),
-            Entry::Marker(_) => None,
-        };
-        std::iter::from_fn(move || {
-            let this = link?;
-            link = this.chained.as_deref();
-            Some(this)
-        })
-    });
-    for rule in links {
+    for rule in crate::rules::links(rules.phases.iter().flatten()) {
         for target in &rule.targets.targets {
             if target.var != VarName::Tx || matches!(target.selector, Selector::Key(_)) {
                 continue;
@@ -434,11 +423,8 @@ impl StableTx {
                 if p == 0 && (block.start..block.resume.next).contains(&index) {
                     continue;
                 }
-                let Entry::Rule(head) = entry else { continue };
-                let mut link = Some(&**head);
-                while let Some(rule) = link {
+                for rule in crate::rules::links([entry]) {
                     stable.add_writes(rule);
-                    link = rule.chained.as_deref();
                 }
             }
         }

@@ -8,7 +8,7 @@
 //! what reads REQUEST_BODY can differ: the gates on it, the gate sets holding one of those,
 //! its target summaries and byte sets, and the regex groups that read it.
 
-use crate::rules::{Entry, RuleSet};
+use crate::rules::RuleSet;
 use crate::variables::VarName;
 
 /// The gate cache's entries that read one variable, by id (see `GateCache::forget`).
@@ -44,15 +44,10 @@ impl Dependents {
                 d.byte_targets.push(b);
             }
         }
-        for entry in set.phases.iter().flatten() {
-            let Entry::Rule(head) = entry else { continue };
-            let mut link = Some(&**head);
-            while let Some(rule) = link {
-                let reads = rule.targets.targets.iter().any(|t| t.var == var);
-                if let (Some(group), true) = (rule.rx_group, reads) {
-                    d.groups |= 1u32.checked_shl(u32::from(group)).unwrap_or(0);
-                }
-                link = rule.chained.as_deref();
+        for rule in crate::rules::links(set.phases.iter().flatten()) {
+            let reads = rule.targets.targets.iter().any(|t| t.var == var);
+            if let (Some(group), true) = (rule.rx_group, reads) {
+                d.groups |= 1u32.checked_shl(u32::from(group)).unwrap_or(0);
             }
         }
         d

@@ -47,26 +47,20 @@ pub(crate) fn build(
     byte_targets: &mut ByteTargets,
 ) -> GateBytes {
     let mut needs = vec![Needs::NoRule; gates.len()];
-    for entry in phases.iter().flatten() {
-        let Entry::Rule(head) = entry else { continue };
-        let mut link = Some(&**head);
-        while let Some(rule) = link {
-            let set = rule.gate_set.and_then(|s| gate_sets.get(s as usize));
-            // Read off the regex once per link, not once per gate (a target each).
-            let wanted = set.and_then(|_| rule_bytes(rule));
-            for &g in set.map_or(&[][..], |s| &s[..]) {
-                let (Some(def), Some(n)) = (gates.get(g as usize), needs.get_mut(g as usize))
-                else {
-                    continue;
-                };
-                let bytes = wanted.and_then(|w| value_needs(chains, def.chain, &w));
-                *n = match (*n, bytes) {
-                    (Needs::Nothing, _) | (_, None) => Needs::Nothing,
-                    (Needs::NoRule, Some(b)) => Needs::Bytes(b),
-                    (Needs::Bytes(a), Some(b)) => Needs::Bytes(a.union(b)),
-                };
-            }
-            link = rule.chained.as_deref();
+    for rule in crate::rules::links(phases.iter().flatten()) {
+        let set = rule.gate_set.and_then(|s| gate_sets.get(s as usize));
+        // Read off the regex once per link, not once per gate (a target each).
+        let wanted = set.and_then(|_| rule_bytes(rule));
+        for &g in set.map_or(&[][..], |s| &s[..]) {
+            let (Some(def), Some(n)) = (gates.get(g as usize), needs.get_mut(g as usize)) else {
+                continue;
+            };
+            let bytes = wanted.and_then(|w| value_needs(chains, def.chain, &w));
+            *n = match (*n, bytes) {
+                (Needs::Nothing, _) | (_, None) => Needs::Nothing,
+                (Needs::NoRule, Some(b)) => Needs::Bytes(b),
+                (Needs::Bytes(a), Some(b)) => Needs::Bytes(a.union(b)),
+            };
         }
     }
     gates

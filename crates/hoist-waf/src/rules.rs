@@ -376,15 +376,10 @@ impl RuleSet {
     /// How many @rx rule links have a prefilter slot, of how many @rx rule links.
     pub fn prefiltered_rx(&self) -> (usize, usize) {
         let (mut with, mut all) = (0, 0);
-        for entry in self.phases.iter().flatten() {
-            let Entry::Rule(head) = entry else { continue };
-            let mut link = Some(&**head);
-            while let Some(rule) = link {
-                if matches!(rule.operator, Operator::Rx(_)) {
-                    all += 1;
-                    with += usize::from(rule.prefilter_slot.is_some());
-                }
-                link = rule.chained.as_deref();
+        for rule in links(self.phases.iter().flatten()) {
+            if matches!(rule.operator, Operator::Rx(_)) {
+                all += 1;
+                with += usize::from(rule.prefilter_slot.is_some());
             }
         }
         (with, all)
@@ -393,15 +388,9 @@ impl RuleSet {
     /// How many regex groups (see `rx_groups`) the rule set has, and how many rule links
     /// search one first.
     pub fn regex_groups(&self) -> (usize, usize) {
-        let mut members = 0;
-        for entry in self.phases.iter().flatten() {
-            let Entry::Rule(head) = entry else { continue };
-            let mut link = Some(&**head);
-            while let Some(rule) = link {
-                members += usize::from(rule.rx_group.is_some());
-                link = rule.chained.as_deref();
-            }
-        }
+        let members = links(self.phases.iter().flatten())
+            .filter(|rule| rule.rx_group.is_some())
+            .count();
         (self.rx_groups.len(), members)
     }
 
@@ -437,17 +426,29 @@ impl RuleSet {
     }
 }
 
+/// Every rule link of `entries`: each rule, then the links chained to it, in order.
+pub(crate) fn links<'a>(
+    entries: impl IntoIterator<Item = &'a Entry>,
+) -> impl Iterator<Item = &'a Rule> {
+    entries.into_iter().flat_map(|entry| {
+        let mut link = match entry {
+            Entry::Rule(rule) => Some(&**rule),
+            Entry::Marker(_) => None,
+        };
+        std::iter::from_fn(move || {
+            let this = link?;
+            link = this.chained.as_deref();
+            Some(this)
+        })
+    })
+}
+
 /// Per gate set, whether two or more rule links are gated on it.
 fn shared_sets(phases: &[Vec<Entry>; 5], sets: usize) -> Vec<bool> {
     let mut users = vec![0_u32; sets];
-    for entry in phases.iter().flatten() {
-        let Entry::Rule(head) = entry else { continue };
-        let mut link = Some(&**head);
-        while let Some(rule) = link {
-            if let Some(n) = rule.gate_set.and_then(|s| users.get_mut(s as usize)) {
-                *n += 1;
-            }
-            link = rule.chained.as_deref();
+    for rule in links(phases.iter().flatten()) {
+        if let Some(n) = rule.gate_set.and_then(|s| users.get_mut(s as usize)) {
+            *n += 1;
         }
     }
     users.into_iter().map(|n| n > 1).collect()
