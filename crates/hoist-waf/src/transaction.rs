@@ -630,6 +630,14 @@ impl Transaction {
         self.rules.request_body_limit
     }
 
+    /// Whether a request body past SecRequestBodyLimit is inspected up to the limit and let
+    /// through (SecRequestBodyLimitAction ProcessPartial, or any action while the engine is
+    /// not On: ModSecurity and Coraza refuse a body as too large only when they may block),
+    /// rather than refused with 413 (`append_request_body` interrupts then).
+    pub fn request_body_partial(&self) -> bool {
+        !self.rules.request_body_limit_reject || self.engine != EngineMode::On
+    }
+
     /// SecResponseBodyLimit: how much of the response body phase 4 sees.
     pub fn response_body_limit(&self) -> usize {
         self.rules.response_body_limit

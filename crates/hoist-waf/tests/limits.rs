@@ -207,6 +207,80 @@ fn response_body_limit_action() {
     }
 }
 
+const REQUEST: &str = r#"
+SecRuleEngine On
+SecRequestBodyAccess On
+SecRequestBodyLimit 10
+SecRule REQUEST_BODY "@rx Z" "id:8,phase:2,pass,log"
+"#;
+
+/// A urlencoded POST of `body` (REQUEST_BODY is set for that processor) through phase 2: the interruption's status, whether
+/// rule 8 (a match on the body's last byte) matched, and what the transaction says of the
+/// body limit (`request_body_truncated`, `request_body_partial`).
+fn post_raw(rules: &Arc<RuleSet>, body: &[u8]) -> (Option<u16>, bool, bool, bool) {
+    let mut tx = Transaction::new(rules.clone(), "10.0.0.1", "t");
+    tx.process_request_line("POST", "/", "HTTP/1.1");
+    tx.add_request_header("Content-Type", b"application/x-www-form-urlencoded");
+    tx.process_request_headers();
+    tx.append_request_body(body);
+    tx.process_request_body();
+    let status = tx.interruption().map(|i| i.status);
+    let matched = tx.matched_rules().iter().any(|m| m.id == 8);
+    (
+        status,
+        matched,
+        tx.request_body_truncated(),
+        tx.request_body_partial(),
+    )
+}
+
+/// SecRequestBodyLimitAction: past SecRequestBodyLimit, Reject (the default) interrupts with
+/// 413; ProcessPartial inspects the first bytes and lets the request on; with the engine in
+/// DetectionOnly even Reject never interrupts, so the proxy must not refuse the body either
+/// (`request_body_partial`).
+#[test]
+fn request_body_limit_action() {
+    let reject = rules(REQUEST);
+    assert_eq!(post_raw(&reject, b"012345678Z"), (None, true, false, false));
+    assert_eq!(
+        post_raw(&reject, b"0123456789Z"),
+        (Some(413), false, true, false)
+    );
+    let explicit = rules(&format!("{REQUEST}SecRequestBodyLimitAction Reject\n"));
+    assert_eq!(post_raw(&explicit, b"0123456789Z").0, Some(413));
+    let partial = rules(&format!(
+        "{REQUEST}SecRequestBodyLimitAction ProcessPartial\n"
+    ));
+    assert_eq!(
+        post_raw(&partial, b"0123456789Z"),
+        (None, false, true, true),
+        "Z past the limit: not seen"
+    );
+    assert_eq!(
+        post_raw(&partial, b"Z0123456789abc"),
+        (None, true, true, true),
+        "Z within it"
+    );
+    let detection = rules(&REQUEST.replace("SecRuleEngine On", "SecRuleEngine DetectionOnly"));
+    assert_eq!(
+        post_raw(&detection, b"0123456789Z"),
+        (None, false, true, true)
+    );
+    match RuleSet::from_str(
+        "SecRequestBodyLimitAction Sometimes\n",
+        Path::new("bad.conf"),
+    ) {
+        Ok(_) => panic!("a bad action loads"),
+        Err(e) => {
+            let e = e.to_string();
+            assert!(
+                e.contains("bad.conf") && e.contains("SecRequestBodyLimitAction"),
+                "{e}"
+            );
+        }
+    }
+}
+
 /// The response body is wanted for a listed MIME type whatever its case, spacing and
 /// parameters; not for another type or without a Content-Type.
 #[test]
