@@ -230,6 +230,10 @@ impl StreamFilter<'_> {
         dispatch!(self, f => f.buffer_limit())
     }
 
+    fn partial_body(&self) -> bool {
+        dispatch!(self, f => f.partial_body())
+    }
+
     fn response_body_limit(&self) -> Option<u64> {
         dispatch!(self, f => f.response_body_limit())
     }
@@ -251,6 +255,37 @@ pub enum Decision {
     /// A filter needs the request body: read it whole, then call [`StreamFilters::decode_body`].
     NeedBody,
     Reply(LocalReply),
+}
+
+/// How much request body the chain reads for the filters that asked for it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct BodyLimit {
+    pub bytes: u64,
+    /// Past `bytes`, the filters see the first bytes read and the request goes on (every
+    /// filter that names a limit allows it: `HttpFilter::partial_body`); else the client
+    /// gets a 413.
+    pub partial: bool,
+}
+
+impl BodyLimit {
+    /// The largest of the limits filters name (`(bytes, partial)`), partial only when each
+    /// of them allows it; `default` (never partial) when none names one.
+    fn of(named: impl Iterator<Item = (u64, bool)>, default: u64) -> BodyLimit {
+        let mut limit: Option<BodyLimit> = None;
+        for (bytes, partial) in named {
+            limit = Some(match limit {
+                None => BodyLimit { bytes, partial },
+                Some(l) => BodyLimit {
+                    bytes: l.bytes.max(bytes),
+                    partial: l.partial && partial,
+                },
+            });
+        }
+        limit.unwrap_or(BodyLimit {
+            bytes: default,
+            partial: false,
+        })
+    }
 }
 
 /// The filter instances of one request.
@@ -347,14 +382,14 @@ impl<'w> StreamFilters<'w> {
             .unwrap_or(RESPONSE_BODY_LIMIT)
     }
 
-    /// After `Decision::NeedBody`: how much body to read (413 past it). `default` is the
-    /// listener's per_connection_buffer_limit_bytes, used when no filter names a limit.
-    pub fn body_limit(&self, default: u64) -> u64 {
-        self.filters[self.resume_at..]
+    /// After `Decision::NeedBody`: how much body to read, and what happens past it.
+    /// `default` is the listener's per_connection_buffer_limit_bytes, used when no filter
+    /// names a limit.
+    pub fn body_limit(&self, default: u64) -> BodyLimit {
+        let named = self.filters[self.resume_at..]
             .iter()
-            .filter_map(StreamFilter::buffer_limit)
-            .max()
-            .unwrap_or(default)
+            .filter_map(|f| f.buffer_limit().map(|bytes| (bytes, f.partial_body())));
+        BodyLimit::of(named, default)
     }
 
     pub fn encode_data(
@@ -399,4 +434,27 @@ fn context<'a>(
 /// The config type's full name (`type.googleapis.com/` or any other prefix dropped).
 fn type_name(raw: &RawTypedConfig) -> &str {
     raw.type_url.rsplit('/').next().unwrap_or("")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::BodyLimit;
+
+    fn limit(named: &[(u64, bool)]) -> BodyLimit {
+        BodyLimit::of(named.iter().copied(), 7)
+    }
+
+    /// A body past the limit goes on only if every filter that names a limit lets it: a WAF
+    /// with ProcessPartial before a buffer filter (which needs the body whole) still gets a
+    /// 413 past the larger of their limits.
+    #[test]
+    fn the_largest_limit_is_partial_only_when_every_filter_allows_it() {
+        let of = |bytes, partial| BodyLimit { bytes, partial };
+        assert_eq!(limit(&[]), of(7, false));
+        assert_eq!(limit(&[(100, true)]), of(100, true));
+        assert_eq!(limit(&[(100, false)]), of(100, false));
+        assert_eq!(limit(&[(100, true), (50, true)]), of(100, true));
+        assert_eq!(limit(&[(100, true), (500, false)]), of(500, false));
+        assert_eq!(limit(&[(500, false), (100, true)]), of(500, false));
+    }
 }

@@ -114,7 +114,17 @@ pub trait HttpFilter {
         None
     }
 
-    /// The whole request body, when this filter or an earlier one asked for it.
+    /// With a `buffer_limit`: whether a longer body is still let through, this filter
+    /// inspecting only its start (ModSecurity's SecRequestBodyLimitAction ProcessPartial), instead
+    /// of the client getting a 413. The chain reads past the limit only when every filter
+    /// that names a limit allows it; `decode_data` then gets more bytes than the limit (the
+    /// first pieces read, the rest goes to the upstream unseen).
+    fn partial_body(&self) -> bool {
+        false
+    }
+
+    /// The whole request body, when this filter or an earlier one asked for it (or, past the
+    /// limit with `partial_body`, its first bytes).
     async fn decode_data(&mut self, _body: &Bytes, _cx: &mut StreamContext<'_>) -> FilterStatus {
         FilterStatus::Continue
     }

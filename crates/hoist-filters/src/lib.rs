@@ -15,6 +15,7 @@ pub mod matcher;
 mod waf;
 
 pub use chain::{
-    BuildContext, Decision, FilterChainConfig, RouteConfig, StreamFilters, WorkerFilterChain,
+    BodyLimit, BuildContext, Decision, FilterChainConfig, RouteConfig, StreamFilters,
+    WorkerFilterChain,
 };
 pub use filter::{FilterStatus, HttpFilter, LocalReply, StreamContext, StreamInfo, StreamState};

@@ -17,6 +17,7 @@ mod http2;
 mod limits;
 mod listener;
 mod logging;
+mod request_body;
 mod request_id;
 mod response_body;
 mod router;

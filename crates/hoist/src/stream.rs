@@ -7,7 +7,7 @@ use std::rc::Rc;
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
-use bytes::{Bytes, BytesMut};
+use bytes::Bytes;
 use hoist_filters::{
     Decision, LocalReply, StreamFilters, StreamInfo, StreamState, WorkerFilterChain,
 };
@@ -17,6 +17,7 @@ use http::HeaderValue;
 use crate::access_log::{LogContext, WorkerAccessLog};
 use crate::conn_manager::{HcmRuntime, Outcome, Reply, Routing};
 use crate::connection::ConnInfo;
+use crate::request_body::{self, Prefixed, Read};
 use crate::response_body;
 use crate::router::Action;
 use crate::stats_scope::HcmWorkerStats;
@@ -126,6 +127,9 @@ impl HcmWorker {
         );
         // A body a filter read whole, for the upstream.
         let mut buffered: Option<Bytes> = None;
+        // Or its first pieces, read for filters that inspect only so much (ProcessPartial):
+        // streamed to the upstream ahead of the rest.
+        let mut first_pieces: Option<Bytes> = None;
         let mut decision = if filters.is_empty() {
             Decision::Continue
         } else {
@@ -135,15 +139,30 @@ impl HcmWorker {
         };
         if matches!(decision, Decision::NeedBody) {
             let limit = filters.body_limit(buffer_limit);
-            decision = match read_body(body, limit).await? {
-                Some(whole) => {
+            decision = match request_body::read(body, limit).await? {
+                Read::Whole(whole) => {
                     let d = filters
                         .decode_body(head, &whole, &info, &mut state, route_configs)
                         .await;
                     buffered = Some(whole);
                     d
                 }
-                None => {
+                Read::Partial(first) => {
+                    let d = filters
+                        .decode_body(head, &first, &info, &mut state, route_configs)
+                        .await;
+                    first_pieces = Some(first);
+                    match d {
+                        Decision::Continue if !forwarding => {
+                            // As below: nothing takes the rest, so it is read and dropped.
+                            while body.next_chunk().await?.is_some() {}
+                        }
+                        Decision::Continue => {}
+                        _ => body_unread = true,
+                    }
+                    d
+                }
+                Read::TooLarge => {
                     self.stats.rq_too_large.inc();
                     body_unread = true;
                     Decision::Reply(LocalReply::new(
@@ -176,10 +195,11 @@ impl HcmWorker {
                         stream_idle_timeout: self.rt.stream_idle_timeout,
                         path_match: route.path_match(),
                     };
+                    let mut stream = Prefixed::new(first_pieces.take(), body);
                     let source = match buffered.take() {
                         Some(b) => Source::Buffered(b),
                         None if end_stream => Source::None,
-                        None => Source::Stream(body),
+                        None => Source::Stream(&mut stream),
                     };
                     let f = forward::forward(&cx, action, head, source).await?;
                     if f.flags
@@ -377,16 +397,4 @@ pub fn flush_logs(worker: &Worker) {
     for hcm in worker.hcms.borrow().iter() {
         hcm.flush_logs(true);
     }
-}
-
-/// Reads the whole body into memory, up to `limit` bytes. None: it is larger.
-async fn read_body<B: RequestBody>(body: &mut B, limit: u64) -> Result<Option<Bytes>, B::Error> {
-    let mut whole = BytesMut::new();
-    while let Some(chunk) = body.next_chunk().await? {
-        if (whole.len() + chunk.len()) as u64 > limit {
-            return Ok(None);
-        }
-        whole.extend_from_slice(&chunk);
-    }
-    Ok(Some(whole.freeze()))
 }

@@ -296,3 +296,122 @@ fn crs_inspects_proxied_response_bodies_over_tls() {
     assert_eq!(hoist.stat("http.ingress.waf.interrupted_rule.0"), 1);
     assert_eq!(hoist.stat("http.ingress.waf.interrupted_rule.959100"), 4);
 }
+
+/// Request bodies past SecRequestBodyLimit (here 4 KiB) through the proxy over TLS, as
+/// ModSecurity and Coraza treat them: with SecRequestBodyLimitAction ProcessPartial the first
+/// 4 KiB go through phase 2 and the whole body reaches the origin byte for byte (plain,
+/// chunked, HTTP/2); an attack in those 4 KiB is answered 403, one past them is not seen.
+/// With Reject (base.conf's) the client gets 413, and with the engine in DetectionOnly it is
+/// never refused: the body passes as with ProcessPartial.
+#[test]
+fn crs_request_bodies_past_the_limit_over_tls() {
+    let Some(crs) = crs_dir() else { return };
+    let dir = TempDir::new("waf-request-body");
+    let cert = rsa_cert(&dir, "srv", "localhost", 2048);
+    let origin = Origin::start("web");
+    let mut reject = crs_directives(&crs);
+    reject.push("SecRequestBodyLimit 4096".to_string());
+    let mut partial = reject.clone();
+    partial.push("SecRequestBodyLimitAction ProcessPartial".to_string());
+    let mut detect = reject.clone();
+    detect.push("SecRuleEngine DetectionOnly".to_string());
+    let list = |d: &[String]| {
+        let quoted: Vec<String> = d.iter().map(|l| format!("{l:?}")).collect();
+        quoted.join(", ")
+    };
+    let json = format!(
+        "{{\"directives_map\": {{\"partial\": [{}], \"reject\": [{}], \"detect\": [{}]}}, \"default_directives\": \"partial\", \"per_authority_directives\": {{\"reject.test\": \"reject\", \"detect.test\": \"detect\"}}}}",
+        list(&partial),
+        list(&reject),
+        list(&detect)
+    );
+    let yaml = config(
+        &route("{prefix: /}", "{cluster: web}"),
+        &cluster("web", &[(origin.port, 1)], ""),
+        &dir.path("access.log"),
+        Some(&cert),
+    );
+    let yaml = before_every_router(&yaml, &wasm_filter_json(&json));
+    let cfg = dir.write("hoist.yaml", yaml);
+    let hoist = Hoist::start(&cfg, &["--concurrency", "1"]);
+    let port = hoist.addr("tls").port();
+    let resolve = format!("localhost:{port}:127.0.0.1");
+    // A form of one field: ordinary words, with `attack` at byte `at` when given.
+    let form = |name: &str, size: usize, attack: Option<(&str, usize)>| {
+        let mut body = b"comment=".to_vec();
+        while body.len() < size {
+            body.extend_from_slice(b"plain+words+about+an+order+");
+        }
+        body.truncate(size);
+        if let Some((text, at)) = attack {
+            body.splice(at..at + text.len(), text.bytes());
+        }
+        let path = dir.write(name, &body);
+        (path, support::sha256_hex(&body))
+    };
+    // Status and the origin's JSON (length, sha256) for a POST of `file` to /upload.
+    let post = |file: &std::path::Path, extra: &[&str]| -> (String, String) {
+        let url = format!("https://localhost:{port}/upload");
+        let data = format!("@{}", file.display());
+        let mut args = vec!["-k", "--resolve", &resolve, "-w", "\n%{http_code}"];
+        args.extend_from_slice(&["--data-binary", &data]);
+        args.extend_from_slice(extra);
+        args.push(&url);
+        let out = curl(&args);
+        let text = String::from_utf8_lossy(&out.stdout).to_string();
+        let (json, code) = text.rsplit_once('\n').unwrap_or(("", &text));
+        (code.to_string(), json.to_string())
+    };
+    let arrived = |sha: &str, size: usize| {
+        (
+            "200".to_string(),
+            format!("{{\"length\": {size}, \"sha256\": \"{sha}\"}}"),
+        )
+    };
+    let (long, long_sha) = form("long.txt", 100_000, None);
+    assert_eq!(
+        post(&long, &[]),
+        arrived(&long_sha, 100_000),
+        "ProcessPartial"
+    );
+    let chunked = ["-H", "Transfer-Encoding: chunked"];
+    assert_eq!(
+        post(&long, &chunked),
+        arrived(&long_sha, 100_000),
+        "ProcessPartial, chunked"
+    );
+    assert_eq!(
+        post(&long, &["--http2"]),
+        arrived(&long_sha, 100_000),
+        "ProcessPartial, HTTP/2"
+    );
+    let sqli = "+UNION+SELECT+password+FROM+users--+";
+    let (early, _) = form("early.txt", 100_000, Some((sqli, 1000)));
+    assert_eq!(post(&early, &[]).0, "403", "an attack within the limit");
+    assert_eq!(post(&early, &chunked).0, "403", "within the limit, chunked");
+    let (late, late_sha) = form("late.txt", 100_000, Some((sqli, 50_000)));
+    assert_eq!(
+        post(&late, &[]),
+        arrived(&late_sha, 100_000),
+        "an attack past the limit is not seen (ProcessPartial)"
+    );
+    let (short, short_sha) = form("short.txt", 3000, None);
+    let reject_host = ["-H", "Host: reject.test", "--http1.1"];
+    assert_eq!(
+        post(&short, &reject_host),
+        arrived(&short_sha, 3000),
+        "Reject, within the limit"
+    );
+    assert_eq!(post(&long, &reject_host).0, "413", "Reject, past it");
+    assert_eq!(
+        post(&early, &["-H", "Host: detect.test", "--http1.1"]),
+        arrived(
+            &support::sha256_hex(&std::fs::read(&early).unwrap()),
+            100_000
+        ),
+        "DetectionOnly never refuses"
+    );
+    hoist.wait_stat("http.ingress.waf.tx_total", 9);
+    assert_eq!(hoist.stat("http.ingress.waf.tx_interrupted"), 2);
+    assert_eq!(hoist.stat("http.ingress.downstream_rq_too_large"), 1);
+}

@@ -4,7 +4,8 @@
 //!
 //! Request headers are inspected in `decode_headers` (phase 1); the body, when the rules want
 //! it (SecRequestBodyAccess), is buffered whole by the chain up to SecRequestBodyLimit and
-//! inspected in `decode_data` (phase 2) before it is passed on; the response head (phase 3)
+//! inspected in `decode_data` (phase 2) before it is passed on (past the limit: 413 with
+//! SecRequestBodyLimitAction Reject, else its first bytes inspected and all of it passed on); the response head (phase 3)
 //! always; the response body (phase 4) with SecResponseBodyAccess and a listed MIME type, up
 //! to SecResponseBodyLimit (a proxied body is held back that far, see hoist's
 //! `response_body`), else phase 4 runs on no body right after phase 3. A disruptive rule
@@ -211,6 +212,12 @@ impl HttpFilter for Filter<'_> {
         self.tx
             .as_ref()
             .map(|tx| u64::try_from(tx.request_body_limit()).unwrap_or(u64::MAX))
+    }
+
+    /// SecRequestBodyLimitAction ProcessPartial, or an engine that would not block: the
+    /// engine cuts the body at its limit itself (`append_request_body`).
+    fn partial_body(&self) -> bool {
+        self.tx.as_ref().is_some_and(|tx| tx.request_body_partial())
     }
 
     async fn decode_data(&mut self, body: &Bytes, _cx: &mut StreamContext<'_>) -> FilterStatus {
