@@ -435,4 +435,7 @@ fn crs_request_bodies_past_the_limit_over_tls() {
     hoist.wait_stat("http.ingress.waf.tx_total", 11);
     assert_eq!(hoist.stat("http.ingress.waf.tx_interrupted"), 3);
     assert_eq!(hoist.stat("http.ingress.downstream_rq_too_large"), 2);
+    // Inspected in part: the three long bodies, the two early attacks, the late one and
+    // DetectionOnly's.
+    assert_eq!(hoist.stat("http.ingress.waf.request_body_partial"), 7);
 }

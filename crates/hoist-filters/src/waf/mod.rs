@@ -36,6 +36,7 @@ pub struct Config {
     stats: Arc<hoist_stats::Store>,
     tx_total: hoist_stats::Counter,
     tx_interrupted: hoist_stats::Counter,
+    request_body_partial: hoist_stats::Counter,
     processing_time: hoist_stats::Histogram,
 }
 
@@ -47,6 +48,7 @@ impl Config {
             waf,
             tx_total: cx.stats.counter(&format!("{prefix}tx_total")),
             tx_interrupted: cx.stats.counter(&format!("{prefix}tx_interrupted")),
+            request_body_partial: cx.stats.counter(&format!("{prefix}request_body_partial")),
             processing_time: cx
                 .stats
                 .histogram(&format!("{prefix}processing_time_us"), Unit::Microseconds),
@@ -71,6 +73,9 @@ pub struct Worker {
     slot: usize,
     tx_total: WorkerCounter,
     tx_interrupted: WorkerCounter,
+    /// Request bodies inspected only up to SecRequestBodyLimit (ProcessPartial): the rest
+    /// went to the upstream unseen.
+    request_body_partial: WorkerCounter,
     processing_time: WorkerHistogram,
     /// interruptions per rule id; the ids come from the loaded rules, a bounded set.
     by_rule: RefCell<DynamicCounters>,
@@ -82,6 +87,7 @@ impl Worker {
         Worker {
             tx_total: config.tx_total.bind(slot),
             tx_interrupted: config.tx_interrupted.bind(slot),
+            request_body_partial: config.request_body_partial.bind(slot),
             processing_time: config.processing_time.bind(slot),
             by_rule: RefCell::new(DynamicCounters::new(
                 config.stats.clone(),
@@ -221,10 +227,15 @@ impl HttpFilter for Filter<'_> {
     }
 
     async fn decode_data(&mut self, body: &Bytes, _cx: &mut StreamContext<'_>) -> FilterStatus {
-        self.step(|tx| {
-            tx.append_request_body(body);
+        let mut partial = false;
+        let status = self.step(|tx| {
+            partial = !tx.append_request_body(body) && tx.request_body_partial();
             tx.process_request_body().cloned()
-        })
+        });
+        if partial {
+            self.worker.request_body_partial.inc();
+        }
+        status
     }
 
     fn encode_headers(
