@@ -10,7 +10,7 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
-use support::{curl, Hoist, TempDir};
+use support::{curl, vm_hwm_kib, Hoist, TempDir};
 use upstream_support::{cluster, config, route, Origin};
 
 fn start(dir: &TempDir, routes: &str, clusters: &str) -> Hoist {
@@ -270,15 +270,6 @@ fn upstream_failures_are_envoys_local_replies() {
     assert_eq!(h.stat("cluster.web.upstream_rq_4xx"), 1);
     // The origin is still served after all that.
     assert_eq!(get_json(&h, "/", &[])["origin"], "a");
-}
-
-fn vm_hwm_kib(pid: u32) -> u64 {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
-    status
-        .lines()
-        .find_map(|l| l.strip_prefix("VmHWM:"))
-        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
-        .unwrap()
 }
 
 /// The SHA-256 origin.py's /bytes pattern has for `n` bytes.

@@ -300,7 +300,7 @@ fn crs_inspects_proxied_response_bodies_over_tls() {
 /// Request bodies past SecRequestBodyLimit (here 4 KiB) through the proxy over TLS, as
 /// ModSecurity and Coraza treat them: with SecRequestBodyLimitAction ProcessPartial the first
 /// 4 KiB go through phase 2 and the whole body reaches the origin byte for byte (plain,
-/// chunked, HTTP/2); an attack in those 4 KiB is answered 403, one past them is not seen.
+/// chunked, HTTP/2; 64 MiB without the proxy's memory growing by as much); an attack in those 4 KiB is answered 403, one past them is not seen.
 /// With Reject (base.conf's) the client gets 413, and with the engine in DetectionOnly it is
 /// never refused: the body passes as with ProcessPartial, an attack in it too.
 #[test]
@@ -395,6 +395,19 @@ fn crs_request_bodies_past_the_limit_over_tls() {
         arrived(&long_sha, 100_000),
         "ProcessPartial, HTTP/2"
     );
+    // 64 MiB stream through with the memory of a few pieces, not the whole body.
+    let before = vm_hwm_kib(hoist.child.id());
+    let (huge, huge_sha) = form("huge.txt", 64 << 20, None);
+    assert_eq!(
+        post(&huge, &[]),
+        arrived(&huge_sha, 64 << 20),
+        "ProcessPartial, 64 MiB"
+    );
+    let after = vm_hwm_kib(hoist.child.id());
+    assert!(
+        after < before + 16 * 1024,
+        "VmHWM grew from {before} KiB to {after} KiB"
+    );
     let sqli = "+UNION+SELECT+password+FROM+users--+";
     let (early, _) = form("early.txt", 100_000, Some((sqli, 1000)));
     assert_eq!(post(&early, &[]).0, "403", "an attack within the limit");
@@ -432,10 +445,10 @@ fn crs_request_bodies_past_the_limit_over_tls() {
         ),
         "DetectionOnly never refuses"
     );
-    hoist.wait_stat("http.ingress.waf.tx_total", 11);
+    hoist.wait_stat("http.ingress.waf.tx_total", 12);
     assert_eq!(hoist.stat("http.ingress.waf.tx_interrupted"), 3);
     assert_eq!(hoist.stat("http.ingress.downstream_rq_too_large"), 2);
-    // Inspected in part: the three long bodies, the two early attacks, the late one and
+    // Inspected in part: the four long bodies, the two early attacks, the late one and
     // DetectionOnly's.
-    assert_eq!(hoist.stat("http.ingress.waf.request_body_partial"), 7);
+    assert_eq!(hoist.stat("http.ingress.waf.request_body_partial"), 8);
 }

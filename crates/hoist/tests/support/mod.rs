@@ -281,6 +281,16 @@ pub fn curl(args: &[&str]) -> Output {
         .expect("curl is installed")
 }
 
+/// The peak resident memory of process `pid` (VmHWM), in KiB.
+pub fn vm_hwm_kib(pid: u32) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmHWM:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .unwrap()
+}
+
 pub fn sha256_hex(data: &[u8]) -> String {
     use sha2::Digest;
     let d = sha2::Sha256::digest(data);
