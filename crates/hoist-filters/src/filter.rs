@@ -115,10 +115,10 @@ pub trait HttpFilter {
     }
 
     /// With a `buffer_limit`: whether a longer body is still let through, this filter
-    /// inspecting only its start (ModSecurity's SecRequestBodyLimitAction ProcessPartial), instead
-    /// of the client getting a 413. The chain reads past the limit only when every filter
-    /// that names a limit allows it; `decode_data` then gets more bytes than the limit (the
-    /// first pieces read, the rest goes to the upstream unseen).
+    /// inspecting only its start (ModSecurity's SecRequestBodyLimitAction ProcessPartial),
+    /// instead of the client getting a 413. The chain reads past the limit only when every
+    /// filter that names a limit allows it; `decode_data` then gets more bytes than the limit
+    /// (the first pieces read, the rest goes to the upstream unseen).
     fn partial_body(&self) -> bool {
         false
     }

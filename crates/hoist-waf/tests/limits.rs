@@ -214,9 +214,10 @@ SecRequestBodyLimit 10
 SecRule REQUEST_BODY "@rx Z" "id:8,phase:2,pass,log"
 "#;
 
-/// A urlencoded POST of `body` (REQUEST_BODY is set for that processor) through phase 2: the interruption's status, whether
-/// rule 8 (a match on the body's last byte) matched, and what the transaction says of the
-/// body limit (`request_body_truncated`, `request_body_partial`).
+/// A urlencoded POST of `body` (REQUEST_BODY is set for that processor) through phase 2:
+/// the interruption's status, whether rule 8 (a match on the body's last byte) matched, and
+/// what the transaction says of the body limit (`request_body_truncated`,
+/// `request_body_partial`).
 fn post_raw(rules: &Arc<RuleSet>, body: &[u8]) -> (Option<u16>, bool, bool, bool) {
     let mut tx = Transaction::new(rules.clone(), "10.0.0.1", "t");
     tx.process_request_line("POST", "/", "HTTP/1.1");

@@ -300,9 +300,10 @@ fn crs_inspects_proxied_response_bodies_over_tls() {
 /// Request bodies past SecRequestBodyLimit (here 4 KiB) through the proxy over TLS, as
 /// ModSecurity and Coraza treat them: with SecRequestBodyLimitAction ProcessPartial the first
 /// 4 KiB go through phase 2 and the whole body reaches the origin byte for byte (plain,
-/// chunked, HTTP/2; 64 MiB without the proxy's memory growing by as much); an attack in those 4 KiB is answered 403, one past them is not seen.
-/// With Reject (base.conf's) the client gets 413, and with the engine in DetectionOnly it is
-/// never refused: the body passes as with ProcessPartial, an attack in it too.
+/// chunked, HTTP/2; 64 MiB without the proxy's memory growing by as much); an attack in
+/// those 4 KiB is answered 403, one past them is not seen. With Reject (base.conf's) the
+/// client gets 413, and with the engine in DetectionOnly it is never refused: the body
+/// passes as with ProcessPartial, an attack in it too.
 #[test]
 fn crs_request_bodies_past_the_limit_over_tls() {
     let Some(crs) = crs_dir() else { return };

@@ -5,11 +5,11 @@
 //! Request headers are inspected in `decode_headers` (phase 1); the body, when the rules want
 //! it (SecRequestBodyAccess), is buffered whole by the chain up to SecRequestBodyLimit and
 //! inspected in `decode_data` (phase 2) before it is passed on (past the limit: 413 with
-//! SecRequestBodyLimitAction Reject, else its first bytes inspected and all of it passed on); the response head (phase 3)
-//! always; the response body (phase 4) with SecResponseBodyAccess and a listed MIME type, up
-//! to SecResponseBodyLimit (a proxied body is held back that far, see hoist's
-//! `response_body`), else phase 4 runs on no body right after phase 3. A disruptive rule
-//! answers 403 (or its `status`).
+//! SecRequestBodyLimitAction Reject, else its first bytes inspected and all of it passed
+//! on); the response head (phase 3) always; the response body (phase 4) with
+//! SecResponseBodyAccess and a listed MIME type, up to SecResponseBodyLimit (a proxied body
+//! is held back that far, see hoist's `response_body`), else phase 4 runs on no body right
+//! after phase 3. A disruptive rule answers 403 (or its `status`).
 
 mod config;
 
