@@ -192,17 +192,18 @@ fn response_body_limit_action() {
     assert_eq!(respond(&partial, b"Z0123456789abc"), (None, true), "Z seen");
     let detection = rules(&RESPONSE.replace("SecRuleEngine On", "SecRuleEngine DetectionOnly"));
     assert_eq!(respond(&detection, b"0123456789Z").0, None);
-    match RuleSet::from_str(
-        "SecResponseBodyLimitAction Sometimes\n",
-        Path::new("bad.conf"),
-    ) {
-        Ok(_) => panic!("a bad action loads"),
+    refused_naming_file_and_directive("SecResponseBodyLimitAction Sometimes");
+}
+
+/// `line` (a directive with a bad value) in bad.conf is a load error naming the file and
+/// the directive.
+fn refused_naming_file_and_directive(line: &str) {
+    let directive = line.split_whitespace().next().unwrap_or(line);
+    match RuleSet::from_str(&format!("{line}\n"), Path::new("bad.conf")) {
+        Ok(_) => panic!("{line} loads"),
         Err(e) => {
             let e = e.to_string();
-            assert!(
-                e.contains("bad.conf") && e.contains("SecResponseBodyLimitAction"),
-                "{e}"
-            );
+            assert!(e.contains("bad.conf") && e.contains(directive), "{e}");
         }
     }
 }
@@ -219,12 +220,7 @@ SecRule REQUEST_BODY "@rx Z" "id:8,phase:2,pass,log"
 /// what the transaction says of the body limit (`request_body_truncated`,
 /// `request_body_partial`).
 fn post_raw(rules: &Arc<RuleSet>, body: &[u8]) -> (Option<u16>, bool, bool, bool) {
-    let mut tx = Transaction::new(rules.clone(), "10.0.0.1", "t");
-    tx.process_request_line("POST", "/", "HTTP/1.1");
-    tx.add_request_header("Content-Type", b"application/x-www-form-urlencoded");
-    tx.process_request_headers();
-    tx.append_request_body(body);
-    tx.process_request_body();
+    let tx = post(rules, "application/x-www-form-urlencoded", body);
     let status = tx.interruption().map(|i| i.status);
     let matched = tx.matched_rules().iter().any(|m| m.id == 8);
     (
@@ -267,19 +263,7 @@ fn request_body_limit_action() {
         post_raw(&detection, b"0123456789Z"),
         (None, false, true, true)
     );
-    match RuleSet::from_str(
-        "SecRequestBodyLimitAction Sometimes\n",
-        Path::new("bad.conf"),
-    ) {
-        Ok(_) => panic!("a bad action loads"),
-        Err(e) => {
-            let e = e.to_string();
-            assert!(
-                e.contains("bad.conf") && e.contains("SecRequestBodyLimitAction"),
-                "{e}"
-            );
-        }
-    }
+    refused_naming_file_and_directive("SecRequestBodyLimitAction Sometimes");
 }
 
 /// The response body is wanted for a listed MIME type whatever its case, spacing and

@@ -194,6 +194,22 @@ fn before_every_router(yaml: &str, block: &str) -> String {
     out
 }
 
+/// hoist with one TLS listener (a certificate for localhost, made in `dir`) whose route sends
+/// everything to the origin on `origin_port`, the WAF filter (Coraza's JSON `json`) before
+/// its router; one worker.
+fn proxy_over_tls(dir: &TempDir, origin_port: u16, json: &str) -> Hoist {
+    let cert = rsa_cert(dir, "srv", "localhost", 2048);
+    let yaml = config(
+        &route("{prefix: /}", "{cluster: web}"),
+        &cluster("web", &[(origin_port, 1)], ""),
+        &dir.path("access.log"),
+        Some(&cert),
+    );
+    let yaml = before_every_router(&yaml, &wasm_filter_json(json));
+    let cfg = dir.write("hoist.yaml", yaml);
+    Hoist::start(&cfg, &["--concurrency", "1"])
+}
+
 /// Proxied responses go through phase 4 as ModSecurity buffers them: a page leaking an SQL
 /// error from the origin (origin.py, plain or chunked) is replaced by a 403 (CRS 951120 and
 /// the outbound score, 959100); an ordinary page arrives intact; past SecResponseBodyLimit
@@ -203,31 +219,18 @@ fn before_every_router(yaml: &str, block: &str) -> String {
 fn crs_inspects_proxied_response_bodies_over_tls() {
     let Some(crs) = crs_dir() else { return };
     let dir = TempDir::new("waf-upstream");
-    let cert = rsa_cert(&dir, "srv", "localhost", 2048);
     let origin = Origin::start("web");
     let mut directives = crs_directives(&crs);
     directives.push("SecResponseBodyLimit 65536".to_string());
     // reject.test gets ModSecurity's default limit action back (base.conf has ProcessPartial).
     let mut reject = directives.clone();
     reject.push("SecResponseBodyLimitAction Reject".to_string());
-    let list = |d: &[String]| {
-        let quoted: Vec<String> = d.iter().map(|l| format!("{l:?}")).collect();
-        quoted.join(", ")
-    };
-    let json = format!(
-        "{{\"directives_map\": {{\"default\": [{}], \"reject\": [{}]}}, \"default_directives\": \"default\", \"per_authority_directives\": {{\"reject.test\": \"reject\"}}}}",
-        list(&directives),
-        list(&reject)
+    let json = coraza_json_sets(
+        &[("default", &directives), ("reject", &reject)],
+        "default",
+        &[("reject.test", "reject")],
     );
-    let yaml = config(
-        &route("{prefix: /}", "{cluster: web}"),
-        &cluster("web", &[(origin.port, 1)], ""),
-        &dir.path("access.log"),
-        Some(&cert),
-    );
-    let yaml = before_every_router(&yaml, &wasm_filter_json(&json));
-    let cfg = dir.write("hoist.yaml", yaml);
-    let hoist = Hoist::start(&cfg, &["--concurrency", "1"]);
+    let hoist = proxy_over_tls(&dir, origin.port, &json);
     let port = hoist.addr("tls").port();
     let resolve = format!("localhost:{port}:127.0.0.1");
     // Status and body length of a GET of `path`.
@@ -308,7 +311,6 @@ fn crs_inspects_proxied_response_bodies_over_tls() {
 fn crs_request_bodies_past_the_limit_over_tls() {
     let Some(crs) = crs_dir() else { return };
     let dir = TempDir::new("waf-request-body");
-    let cert = rsa_cert(&dir, "srv", "localhost", 2048);
     let origin = Origin::start("web");
     let limit = "SecRequestBodyLimit 4096".to_string();
     let mut partial = crs_directives(&crs);
@@ -326,25 +328,16 @@ fn crs_request_bodies_past_the_limit_over_tls() {
         rule.to_string(),
         "SecRuleEngine DetectionOnly".to_string(),
     ];
-    let list = |d: &[String]| {
-        let quoted: Vec<String> = d.iter().map(|l| format!("{l:?}")).collect();
-        quoted.join(", ")
-    };
-    let json = format!(
-        "{{\"directives_map\": {{\"partial\": [{}], \"reject\": [{}], \"detect\": [{}]}}, \"default_directives\": \"partial\", \"per_authority_directives\": {{\"reject.test\": \"reject\", \"detect.test\": \"detect\"}}}}",
-        list(&partial),
-        list(&reject),
-        list(&detect)
+    let json = coraza_json_sets(
+        &[
+            ("partial", &partial),
+            ("reject", &reject),
+            ("detect", &detect),
+        ],
+        "partial",
+        &[("reject.test", "reject"), ("detect.test", "detect")],
     );
-    let yaml = config(
-        &route("{prefix: /}", "{cluster: web}"),
-        &cluster("web", &[(origin.port, 1)], ""),
-        &dir.path("access.log"),
-        Some(&cert),
-    );
-    let yaml = before_every_router(&yaml, &wasm_filter_json(&json));
-    let cfg = dir.write("hoist.yaml", yaml);
-    let hoist = Hoist::start(&cfg, &["--concurrency", "1"]);
+    let hoist = proxy_over_tls(&dir, origin.port, &json);
     let port = hoist.addr("tls").port();
     let resolve = format!("localhost:{port}:127.0.0.1");
     // A form of one field: ordinary words, with `attack` at byte `at` when given.

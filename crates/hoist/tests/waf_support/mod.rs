@@ -49,6 +49,29 @@ pub fn coraza_json(directives: &[String]) -> String {
     )
 }
 
+/// Coraza's JSON with several directive sets (`sets`: key, directives), `default` for every
+/// request but the authorities `per_authority` maps (authority, key).
+pub fn coraza_json_sets(
+    sets: &[(&str, &[String])],
+    default: &str,
+    per_authority: &[(&str, &str)],
+) -> String {
+    let map: Vec<String> = (sets.iter())
+        .map(|(key, directives)| {
+            let list: Vec<String> = directives.iter().map(|d| format!("{d:?}")).collect();
+            format!("{key:?}: [{}]", list.join(", "))
+        })
+        .collect();
+    let authorities: Vec<String> = (per_authority.iter())
+        .map(|(authority, key)| format!("{authority:?}: {key:?}"))
+        .collect();
+    format!(
+        "{{\"directives_map\": {{{}}}, \"default_directives\": {default:?}, \"per_authority_directives\": {{{}}}}}",
+        map.join(", "),
+        authorities.join(", ")
+    )
+}
+
 /// envoy.filters.http.wasm as operators configure Coraza on Envoy.
 pub fn wasm_filter(directives: &[String]) -> String {
     wasm_filter_json(&coraza_json(directives))
