@@ -266,6 +266,28 @@ fn request_body_limit_action() {
     refused_naming_file_and_directive("SecRequestBodyLimitAction Sometimes");
 }
 
+/// ProcessPartial inspects what fits: a multipart body cut at the limit no longer parses
+/// (its closing boundary is gone), so it is a REQBODY_ERROR, which the base configuration
+/// (here rule 2) refuses with 400; the same parts within the limit pass.
+#[test]
+fn a_multipart_body_cut_by_process_partial_is_a_body_error() {
+    let r = rules(&format!(
+        "{SETUP}SecRequestBodyLimit 200\nSecRequestBodyLimitAction ProcessPartial\n"
+    ));
+    let multi = "multipart/form-data; boundary=B";
+    let whole = multipart(2);
+    assert!(whole.len() <= 200);
+    assert!(post(&r, multi, &whole).interruption().is_none());
+    let cut = multipart(10);
+    assert!(cut.len() > 200);
+    let tx = post(&r, multi, &cut);
+    assert!(tx.request_body_truncated());
+    assert_eq!(
+        tx.interruption().map(|i| (i.status, i.rule_id)),
+        Some((400, 2))
+    );
+}
+
 /// The response body is wanted for a listed MIME type whatever its case, spacing and
 /// parameters; not for another type or without a Content-Type.
 #[test]
