@@ -632,8 +632,9 @@ impl Transaction {
 
     /// Whether a request body past SecRequestBodyLimit is inspected up to the limit and let
     /// through (SecRequestBodyLimitAction ProcessPartial, or any action while the engine is
-    /// not On: ModSecurity and Coraza refuse a body as too large only when they may block),
-    /// rather than refused with 413 (`append_request_body` interrupts then).
+    /// not On: ModSecurity 2 rejects only with the engine On; Coraza's transaction answers
+    /// 413 in DetectionOnly too), rather than refused with 413 (`append_request_body`
+    /// interrupts then).
     pub fn request_body_partial(&self) -> bool {
         !self.rules.request_body_limit_reject || self.engine != EngineMode::On
     }

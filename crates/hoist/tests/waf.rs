@@ -301,7 +301,7 @@ fn crs_inspects_proxied_response_bodies_over_tls() {
 }
 
 /// Request bodies past SecRequestBodyLimit (here 4 KiB) through the proxy over TLS, as
-/// ModSecurity and Coraza treat them: with SecRequestBodyLimitAction ProcessPartial the first
+/// ModSecurity treats them: with SecRequestBodyLimitAction ProcessPartial the first
 /// 4 KiB go through phase 2 and the whole body reaches the origin byte for byte (plain,
 /// chunked, HTTP/2; 64 MiB without the proxy's memory growing by as much); an attack in
 /// those 4 KiB is answered 403, one past them is not seen. With Reject (base.conf's) the
