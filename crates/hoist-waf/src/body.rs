@@ -42,22 +42,34 @@ impl PairSink for PairList {
 /// Appends `name=value` pairs to `out` while it holds fewer than `limit`; returns false when
 /// arguments were left out (SecArgumentsLimit).
 pub(crate) fn parse_urlencoded(body: &[u8], out: &mut impl PairSink, limit: usize) -> bool {
-    for part in body.split(|&b| b == b'&') {
+    // memchr finds the separators (a form POST's ~200 pairs were split and searched byte
+    // by byte: ~1,000 instructions per pair before any decoding).
+    let mut rest = body;
+    while !rest.is_empty() {
+        let end = memchr::memchr(b'&', rest).unwrap_or(rest.len());
+        let (part, after) = rest.split_at(end);
+        rest = after.get(1..).unwrap_or_default();
         if part.is_empty() {
             continue;
         }
         if out.len() >= limit {
             return false;
         }
-        let (name, value) = match part.iter().position(|&b| b == b'=') {
+        let (name, value) = match memchr::memchr(b'=', part) {
             Some(i) => (&part[..i], &part[i + 1..]),
             None => (part, &b""[..]),
         };
         out.push_raw(|n, v| {
-            // The name is decoded into the value's buffer first.
-            url_decode(name, false, v);
-            n.push_str(&String::from_utf8_lossy(v));
-            v.clear();
+            match std::str::from_utf8(name) {
+                // A name with nothing to decode (the usual `field_name`) is copied as is.
+                Ok(plain) if memchr::memchr2(b'%', b'+', name).is_none() => n.push_str(plain),
+                _ => {
+                    // The name is decoded into the value's buffer first.
+                    url_decode(name, false, v);
+                    n.push_str(&String::from_utf8_lossy(v));
+                    v.clear();
+                }
+            }
             url_decode(value, false, v);
         });
     }
@@ -331,5 +343,80 @@ fn attributes(tag: &[u8], out: &mut Vec<Vec<u8>>) {
             }
         }
         i += 1;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The parser as it was before the separators were found with memchr: split on `&`,
+    /// then the first `=`, name and value decoded the same way.
+    fn parse_reference(body: &[u8]) -> Pairs {
+        let mut out = Pairs::new();
+        for part in body.split(|&b| b == b'&').filter(|p| !p.is_empty()) {
+            let (name, value) = match part.iter().position(|&b| b == b'=') {
+                Some(i) => (&part[..i], &part[i + 1..]),
+                None => (part, &b""[..]),
+            };
+            let (mut n, mut v) = (Vec::new(), Vec::new());
+            url_decode(name, false, &mut n);
+            url_decode(value, false, &mut v);
+            out.push((String::from_utf8_lossy(&n).into_owned(), v));
+        }
+        out
+    }
+
+    fn parse(body: &[u8], limit: usize) -> (Pairs, bool) {
+        let mut out = Pairs::new();
+        let whole = parse_urlencoded(body, &mut out, limit);
+        (out, whole)
+    }
+
+    #[test]
+    fn urlencoded_pairs() {
+        let (pairs, whole) = parse(b"a=1&&b=x+y%21&c&=v&d==e&%41%2b+=%zz&\xff=1&", 100);
+        assert!(whole);
+        let want: Vec<(&str, &[u8])> = vec![
+            ("a", b"1"),
+            ("b", b"x y!"),
+            ("c", b""),
+            ("", b"v"),
+            ("d", b"=e"),
+            ("A+ ", b"%zz"),
+            ("\u{fffd}", b"1"),
+        ];
+        let got: Vec<(&str, &[u8])> = pairs.iter().map(|(n, v)| (n.as_str(), &v[..])).collect();
+        assert_eq!(got, want);
+        assert_eq!(parse(b"", 100).0, Pairs::new());
+        assert_eq!(parse(b"&&&", 100).0, Pairs::new());
+    }
+
+    #[test]
+    fn urlencoded_limit_leaves_the_rest_out() {
+        let (pairs, whole) = parse(b"a=1&b=2&c=3", 2);
+        assert!(!whole);
+        assert_eq!(pairs.len(), 2);
+        let (pairs, whole) = parse(b"a=1&b=2&&", 2);
+        assert!(whole, "empty parts are not arguments");
+        assert_eq!(pairs.len(), 2);
+    }
+
+    #[test]
+    fn urlencoded_agrees_with_the_reference_parser() {
+        let mut next = crate::test_rng::xorshift(0x2545_F491_4F6C_DD1D);
+        let bytes = b"a=&%+2bF\xff\xc3\xa9 ";
+        for len in 0..48 {
+            for _ in 0..300 {
+                let body: Vec<u8> = (0..len)
+                    .map(|_| bytes[(next() % bytes.len() as u64) as usize])
+                    .collect();
+                assert_eq!(
+                    parse(&body, usize::MAX).0,
+                    parse_reference(&body),
+                    "{body:?}"
+                );
+            }
+        }
     }
 }
