@@ -60,10 +60,11 @@ pub(crate) fn parse_urlencoded(body: &[u8], out: &mut impl PairSink, limit: usiz
             None => (part, &b""[..]),
         };
         out.push_raw(|n, v| {
-            match std::str::from_utf8(name) {
-                // A name with nothing to decode (the usual `field_name`) is copied as is.
-                Ok(plain) if memchr::memchr2(b'%', b'+', name).is_none() => n.push_str(plain),
-                _ => {
+            // A name with nothing to decode (the usual `field_name`) is copied as is.
+            let plain = memchr::memchr2(b'%', b'+', name).is_none();
+            match plain.then(|| std::str::from_utf8(name).ok()).flatten() {
+                Some(text) => n.push_str(text),
+                None => {
                     // The name is decoded into the value's buffer first.
                     url_decode(name, false, v);
                     n.push_str(&String::from_utf8_lossy(v));
@@ -408,9 +409,7 @@ mod tests {
         let bytes = b"a=&%+2bF\xff\xc3\xa9 ";
         for len in 0..48 {
             for _ in 0..300 {
-                let body: Vec<u8> = (0..len)
-                    .map(|_| bytes[(next() % bytes.len() as u64) as usize])
-                    .collect();
+                let body = crate::test_rng::bytes_from(&mut next, bytes, len);
                 assert_eq!(
                     parse(&body, usize::MAX).0,
                     parse_reference(&body),

@@ -377,11 +377,10 @@ fn decode_valid_prefix(input: &[u8], out: &mut Vec<u8>) {
 /// two, two for three, nothing for one (its bits make no byte), the leftover bits dropped
 /// as ModSecurity does.
 fn decode_tail(group: &[u8], out: &mut Vec<u8>) {
-    let six = |b: &u8| u32::from(SEXTETS[usize::from(*b)] & 63);
     match group {
-        [a, b] => out.push(((six(a) << 2) | (six(b) >> 4)) as u8),
+        [a, b] => out.push(((sextet(a) << 2) | (sextet(b) >> 4)) as u8),
         [a, b, c] => {
-            let n = (six(a) << 18) | (six(b) << 12) | (six(c) << 6);
+            let n = (sextet(a) << 18) | (sextet(b) << 12) | (sextet(c) << 6);
             out.extend_from_slice(&[(n >> 16) as u8, (n >> 8) as u8]);
         }
         _ => {}
@@ -420,6 +419,11 @@ pub(crate) fn starts_with_base64_run(input: &[u8], chars: usize) -> bool {
     })
 }
 
+/// The six bits of an alphabet byte (of a foreign byte: garbage, never asked for).
+fn sextet(b: &u8) -> u32 {
+    u32::from(SEXTETS[usize::from(*b)] & 63)
+}
+
 /// What `SEXTETS` holds for a byte outside the alphabet.
 const FOREIGN: u8 = 0xff;
 
@@ -441,14 +445,13 @@ const SEXTETS: [u8; 256] = {
 /// trailing bits and was called a second time in a lenient mode. The output is sized once
 /// and written in place (pushing each group's three bytes cost more than decoding them).
 fn decode_sextets(clean: &[u8], out: &mut Vec<u8>) {
-    let six = |b: &u8| u32::from(SEXTETS[usize::from(*b)] & 63);
     let start = out.len();
     out.resize(start + clean.len() / 4 * 3, 0);
     let Some(dst) = out.get_mut(start..) else {
         return;
     };
     for (g, d) in clean.chunks_exact(4).zip(dst.chunks_exact_mut(3)) {
-        let n = g.iter().fold(0, |n, b| (n << 6) | six(b));
+        let n = g.iter().fold(0, |n, b| (n << 6) | sextet(b));
         d.copy_from_slice(&n.to_be_bytes()[1..]);
     }
 }
@@ -543,9 +546,7 @@ mod tests {
         let bytes = b"%%%++uU0aF4g9 x\xff";
         for len in 0..40 {
             for _ in 0..300 {
-                let input: Vec<u8> = (0..len)
-                    .map(|_| bytes[(next() % bytes.len() as u64) as usize])
-                    .collect();
+                let input = crate::test_rng::bytes_from(&mut next, bytes, len);
                 for uni in [false, true] {
                     let mut out = b"kept".to_vec();
                     url_decode(&input, uni, &mut out);

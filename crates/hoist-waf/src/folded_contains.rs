@@ -176,9 +176,7 @@ mod tests {
                 let fc = FoldedContains::plan(rule).expect("planned");
                 for _ in 0..3000 {
                     let len = (next() % 24) as usize;
-                    let value: Vec<u8> = (0..len)
-                        .map(|_| alphabet[(next() % alphabet.len() as u64) as usize])
-                        .collect();
+                    let value = crate::test_rng::bytes_from(&mut next, alphabet, len);
                     let transformed = rule
                         .transforms
                         .iter()

@@ -10,3 +10,10 @@ pub(crate) fn xorshift(mut x: u64) -> impl FnMut() -> u64 {
         x
     }
 }
+
+/// `len` bytes drawn from `alphabet` with `next` (for generated inputs of a given shape).
+pub(crate) fn bytes_from(next: &mut impl FnMut() -> u64, alphabet: &[u8], len: usize) -> Vec<u8> {
+    (0..len)
+        .map(|_| alphabet[(next() % alphabet.len() as u64) as usize])
+        .collect()
+}
