@@ -2,6 +2,7 @@
 
 use crate::macros::Macro;
 use crate::transforms::Transform;
+use crate::tx_name::TxName;
 use crate::variables::{Exclusion, Targets};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -110,6 +111,8 @@ pub enum SetVarOp {
 #[derive(Debug, Clone)]
 pub struct SetVar {
     pub name: Macro,
+    /// The name when it has no macro (nearly every CRS setvar), numbered for `TxVars`.
+    pub literal: Option<TxName>,
     pub op: SetVarOp,
 }
 
@@ -307,8 +310,10 @@ fn parse_setvar(v: &str) -> Result<SetVar, String> {
         // Persistent collections (ip, global, session) are not kept between requests.
         return Err(format!("setvar: unsupported collection {collection}"));
     }
+    let name = Macro::parse(&name.to_ascii_lowercase());
     Ok(SetVar {
-        name: Macro::parse(&name.to_ascii_lowercase()),
+        literal: name.as_literal().map(|n| TxName::new(n.to_string())),
+        name,
         op,
     })
 }

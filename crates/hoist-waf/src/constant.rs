@@ -466,7 +466,7 @@ impl StableTx {
         let operator_ok = operator_macro(&rule.operator).is_none_or(|m| {
             m.parts.iter().all(|p| match p {
                 Part::Literal(_) => true,
-                Part::Var(VarName::Tx, Some(k)) => self.is_stable(k),
+                Part::Tx(k) => self.is_stable(k),
                 Part::Var(VarName::Rule, _) => true,
                 Part::Var(..) => false,
             })
@@ -479,7 +479,7 @@ impl StableTx {
 /// id, and (in actions) the variable the link matched.
 fn macro_vars_ok(m: &Macro, in_action: bool) -> bool {
     m.parts.iter().all(|p| match p {
-        Part::Literal(_) => true,
+        Part::Literal(_) | Part::Tx(_) => true,
         Part::Var(VarName::Tx | VarName::Rule, _) => true,
         Part::Var(VarName::MatchedVar | VarName::MatchedVarName, _) => in_action,
         Part::Var(..) => false,

@@ -57,6 +57,7 @@ mod sqli;
 mod test_rng;
 mod transaction;
 pub mod transforms;
+pub mod tx_name;
 mod tx_vars;
 mod value_class;
 mod values;

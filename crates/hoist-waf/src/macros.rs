@@ -1,13 +1,17 @@
 //! `%{tx.score}`-style macros in action and operator arguments, split at load so expansion is a
 //! walk over parts.
 
+use crate::tx_name::TxName;
 use crate::variables::VarName;
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Part {
     Literal(String),
-    /// A variable and an optional key (`tx.0`, `request_headers.host`, `MATCHED_VAR`).
+    /// A variable and an optional key (`request_headers.host`, `MATCHED_VAR`, `tx`).
     Var(VarName, Option<String>),
+    /// A TX variable (`tx.critical_anomaly_score`, `tx.0`), CRS's usual macro: its name
+    /// carries the number `TxVars` finds it by.
+    Tx(TxName),
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
@@ -36,11 +40,10 @@ impl Macro {
                         parts.push(Part::Literal(std::mem::take(&mut literal)));
                     }
                     // TX keys are stored lower-case: fold once here, not per expansion.
-                    let key = match var {
-                        VarName::Tx => key.map(|k| k.to_ascii_lowercase()),
-                        _ => key,
-                    };
-                    parts.push(Part::Var(var, key));
+                    parts.push(match (var, key) {
+                        (VarName::Tx, Some(k)) => Part::Tx(TxName::new(k.to_ascii_lowercase())),
+                        (var, key) => Part::Var(var, key),
+                    });
                 }
                 // Unknown macros stay as written, as ModSecurity leaves them.
                 None => literal.push_str(&rest[start..start + 3 + len]),
@@ -75,7 +78,7 @@ mod tests {
             m.parts,
             vec![
                 Part::Literal("score ".into()),
-                Part::Var(VarName::Tx, Some("critical_anomaly_score".into())),
+                Part::Tx(TxName::new("critical_anomaly_score".into())),
                 Part::Literal(" at ".into()),
                 Part::Var(VarName::MatchedVarName, None),
                 Part::Literal("!".into()),

@@ -3,12 +3,13 @@
 //! link's effects as it matches (`setvar`, `ctl`, ...). The phase loop and the evaluation
 //! that decide whether a rule matched are in `eval`.
 
-use crate::actions::{Ctl, Disruptive, Effect, EngineMode, SetVarOp};
+use crate::actions::{Ctl, Disruptive, Effect, EngineMode, SetVar, SetVarOp};
 use crate::heads::tag_bit;
 use crate::macros::Macro;
 use crate::operators::{atoi, Expand};
 use crate::rules::Rule;
 use crate::transaction::{Interruption, LogEntry, MatchedRule, RemovedTarget, Transaction};
+use crate::tx_vars::TxVars;
 use std::borrow::Cow;
 
 impl Transaction {
@@ -74,65 +75,31 @@ impl Transaction {
 
     pub(crate) fn apply_effect(&mut self, effect: &Effect) {
         match effect {
-            Effect::SetVar(sv) => {
-                // A literal name was lowercased at load; CRS's names are nearly all literal.
+            Effect::SetVar(sv) => match &sv.literal {
+                // A literal name was lowercased and numbered at load; CRS's names are nearly
+                // all literal.
+                Some(name) => {
+                    self.set_var(sv, |tx| tx.upsert_named(name), |tx| tx.remove_named(name))
+                }
                 // Others (920450's `tx.header_name_920450_%{tx.0}`, per header) are expanded
                 // into a buffer kept for the next one.
-                let mut name_buf = std::mem::take(&mut self.setvar_name);
-                {
-                    let name: Cow<'_, str> = match sv.name.as_literal() {
-                        Some(lit) => Cow::Borrowed(lit),
-                        None => {
-                            name_buf.clear();
-                            self.expand_into(&sv.name, &mut name_buf);
-                            name_buf.make_ascii_lowercase();
-                            // TX names are text; nearly all are ASCII.
-                            match std::str::from_utf8(&name_buf) {
-                                Ok(name) => Cow::Borrowed(name),
-                                Err(_) => String::from_utf8_lossy(&name_buf),
-                            }
-                        }
-                    };
-                    match &sv.op {
-                        SetVarOp::Delete => {
-                            self.tx.remove(&name);
-                        }
-                        SetVarOp::Set(m) => {
-                            // Through a spare buffer: the value may be another TX variable's.
-                            let mut value = std::mem::take(&mut self.setvar_buf);
-                            value.clear();
-                            self.expand_into(m, &mut value);
-                            match self.tx.get_mut(&name) {
-                                Some(old) => std::mem::swap(old, &mut value),
-                                None => self.tx.insert_from(&name, |v| v.extend_from_slice(&value)),
-                            }
-                            self.setvar_buf = value;
-                        }
-                        SetVarOp::Add(m) | SetVarOp::Sub(m) => {
-                            let delta = atoi(&self.expand_bytes(m));
-                            let add = matches!(sv.op, SetVarOp::Add(_));
-                            let next = |current: i64| {
-                                if add {
-                                    current.saturating_add(delta)
-                                } else {
-                                    current.saturating_sub(delta)
-                                }
-                            };
-                            match self.tx.get_mut(&name) {
-                                Some(v) => {
-                                    let n = next(atoi(v));
-                                    v.clear();
-                                    write_decimal(v, n);
-                                }
-                                None => {
-                                    self.tx.insert_from(&name, |v| write_decimal(v, next(0)));
-                                }
-                            }
-                        }
+                None => {
+                    let mut name_buf = std::mem::take(&mut self.setvar_name);
+                    name_buf.clear();
+                    self.expand_into(&sv.name, &mut name_buf);
+                    name_buf.make_ascii_lowercase();
+                    {
+                        // TX names are text; nearly all are ASCII (checked first: the lossy
+                        // conversion is slower on valid text).
+                        let name = match std::str::from_utf8(&name_buf) {
+                            Ok(name) => Cow::Borrowed(name),
+                            Err(_) => String::from_utf8_lossy(&name_buf),
+                        };
+                        self.set_var(sv, |tx| tx.upsert(&name), |tx| tx.remove(&name));
                     }
+                    self.setvar_name = name_buf;
                 }
-                self.setvar_name = name_buf;
-            }
+            },
             Effect::Ctl(ctl) => match ctl {
                 Ctl::RuleEngine(mode) => self.engine = *mode,
                 Ctl::RuleRemoveById(ids) => self.removed_ids.extend(ids.iter().copied()),
@@ -165,6 +132,40 @@ impl Transaction {
 }
 
 impl Transaction {
+    /// One `setvar` on the variable `upsert` finds or adds (and `remove` deletes).
+    fn set_var(
+        &mut self,
+        sv: &SetVar,
+        upsert: impl FnOnce(&mut TxVars) -> (&mut Vec<u8>, bool),
+        remove: impl FnOnce(&mut TxVars),
+    ) {
+        match &sv.op {
+            SetVarOp::Delete => remove(&mut self.tx),
+            SetVarOp::Set(m) => {
+                // Expanded before the write: the value may be another TX variable's (or
+                // this one's).
+                let mut value = std::mem::take(&mut self.setvar_buf);
+                value.clear();
+                self.expand_into(m, &mut value);
+                let (old, _) = upsert(&mut self.tx);
+                std::mem::swap(old, &mut value);
+                self.setvar_buf = value;
+            }
+            SetVarOp::Add(m) | SetVarOp::Sub(m) => {
+                let delta = atoi(&self.expand_bytes(m));
+                let (v, existed) = upsert(&mut self.tx);
+                let current = if existed { atoi(v) } else { 0 };
+                let next = if matches!(sv.op, SetVarOp::Add(_)) {
+                    current.saturating_add(delta)
+                } else {
+                    current.saturating_sub(delta)
+                };
+                v.clear();
+                write_decimal(v, next);
+            }
+        }
+    }
+
     /// Sets a TX variable, reusing the old value's buffer when there is one.
     pub(crate) fn set_tx(&mut self, name: &str, value: &[u8]) {
         self.tx.set(name, value);

@@ -87,6 +87,7 @@ pub(crate) enum RemovedTarget {
     Tag(String, u64, Exclusion),
 }
 
+use crate::tx_name::TxName;
 pub(crate) use crate::tx_vars::TxMap;
 use crate::tx_vars::TxVars;
 
@@ -169,9 +170,8 @@ impl Expand for Transaction {
             return Cow::Borrowed(lit);
         }
         // The common CRS case, `%{tx.some_score}` alone: borrow the value, no string built.
-        if let [Part::Var(VarName::Tx, Some(key))] = m.parts.as_slice() {
-            let value = self.tx.get(key).map_or(&b""[..], Vec::as_slice);
-            if let Ok(text) = std::str::from_utf8(value) {
+        if let [Part::Tx(key)] = m.parts.as_slice() {
+            if let Ok(text) = std::str::from_utf8(self.tx_value(key)) {
                 return Cow::Borrowed(text);
             }
         }
@@ -179,6 +179,7 @@ impl Expand for Transaction {
         for part in &m.parts {
             match part {
                 Part::Literal(s) => out.push_str(s),
+                Part::Tx(key) => out.push_str(&String::from_utf8_lossy(self.tx_value(key))),
                 Part::Var(var, key) => out.push_str(&String::from_utf8_lossy(
                     &self.macro_value(*var, key.as_deref()),
                 )),
@@ -193,8 +194,8 @@ impl Expand for Transaction {
         }
         // `%{tx.some_score}` alone (CRS's thresholds, 920450's restricted header list):
         // borrowed as stored, with no UTF-8 check.
-        if let [Part::Var(VarName::Tx, Some(key))] = m.parts.as_slice() {
-            return Cow::Borrowed(self.tx.get(key).map_or(&b""[..], Vec::as_slice));
+        if let [Part::Tx(key)] = m.parts.as_slice() {
+            return Cow::Borrowed(self.tx_value(key));
         }
         let mut out = Vec::new();
         self.expand_into(m, &mut out);
@@ -203,12 +204,18 @@ impl Expand for Transaction {
 }
 
 impl Transaction {
+    /// What `%{tx.key}` expands to: the value, empty when the variable is not set.
+    fn tx_value(&self, key: &TxName) -> &[u8] {
+        self.tx.get_named(key).map_or(&[], Vec::as_slice)
+    }
+
     /// `expand_bytes`, appended to `out`: the values' bytes as they are (setvar's values;
     /// a name is made text by its caller).
     pub(crate) fn expand_into(&self, m: &Macro, out: &mut Vec<u8>) {
         for part in &m.parts {
             match part {
                 Part::Literal(s) => out.extend_from_slice(s.as_bytes()),
+                Part::Tx(key) => out.extend_from_slice(self.tx_value(key)),
                 Part::Var(var, key) => {
                     out.extend_from_slice(&self.macro_value(*var, key.as_deref()))
                 }

@@ -14,8 +14,20 @@
 //! MATCHED_VAR names does not depend on the hash map's seed or history (it did: the same
 //! request logged `TX:rfi_parameter_args:loc` in one transaction and `...:referer` in
 //! another).
+//!
+//! The variables are entries in a vector that keeps its positions: a name removed (or not
+//! in the base a reset restores) stays as an absent entry with its buffers, and a name
+//! written in the rules (`TxName`) is found through its number's slot, noted the first
+//! time it is looked up, without hashing it again (see `tx_name`).
 
+use crate::tx_name::{self, TxName};
+use std::cell::Cell;
 use std::collections::HashMap;
+
+/// Whether an entry holds more than an absent one may keep (`MAX_SPARE_BYTES`).
+fn oversized(var: &Var) -> bool {
+    var.name.capacity() + var.value.capacity() > MAX_SPARE_BYTES
+}
 
 /// A plain TX map: the constant block's snapshot, with each name's place in TX's order.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -43,12 +55,18 @@ impl TxMap {
     }
 }
 
+/// One name TX has held since the map was last compacted: present now, or kept with its
+/// buffers for the next time the name is added (CRS adds the same per-header names, 920450's,
+/// on every request).
 #[derive(Debug, Clone)]
 struct Var {
+    name: String,
     value: Vec<u8>,
-    /// Its place in TX's order: when the name was added.
+    /// Its place in TX's order: when the name was last added.
     born: u64,
-    /// Whether the name is in `TxVars::written`.
+    /// Whether the name is in TX.
+    present: bool,
+    /// Whether the entry is in `TxVars::written`.
     written: bool,
 }
 
@@ -57,41 +75,88 @@ struct Var {
 /// of times per request, and SipHash was a few percent of a GET's cost.
 #[derive(Debug, Clone, Default)]
 pub(crate) struct TxVars {
-    map: HashMap<String, Var, foldhash::fast::RandomState>,
-    /// Names written (set, changed, added or removed) since `reset_to`, each at least once;
-    /// entries past `written_len` are spare buffers.
-    written: Vec<String>,
-    written_len: usize,
-    /// Whether the map equals the base of the last `reset_to` but for the names in
+    /// Entries never move but in `compact`: a position found once stays valid.
+    entries: Vec<Var>,
+    /// Name -> position in `entries`, present or not.
+    index: HashMap<String, usize, foldhash::fast::RandomState>,
+    /// Per `TxName` number: its position in `entries` + 1, or 0 when not looked up yet (or
+    /// not in `entries`): then the name is hashed and the position noted here.
+    by_number: Vec<Cell<usize>>,
+    /// How many entries are present.
+    present: usize,
+    /// Positions of the entries written (set, changed, added or removed) since `reset_to`,
+    /// each once.
+    written: Vec<usize>,
+    /// Whether the map equals the base of the last `reset_to` but for the entries in
     /// `written`. False for a map that rules built up from empty.
     tracked: bool,
-    /// Name and value buffers of entries a reset removed, for `insert_from` to fill: CRS
-    /// adds the same per-header names (920450's) on every request.
-    spare: Vec<(String, Vec<u8>)>,
     /// The place the next added name takes.
     next_born: u64,
 }
 
-/// At most this many removed entries' buffers are kept, each at most `MAX_SPARE_BYTES`
-/// (name and value): the per-header names are short, and a pooled TX (two per scratch set,
-/// see `scratch`) must not pin more than a few KB for a request that had odd headers.
+/// Absent entries are kept up to this many; past it, or when one holds more than
+/// `MAX_SPARE_BYTES` (name and value), a reset drops all absent entries (`compact`): the
+/// per-header names are short, and a pooled TX (two per scratch set, see `scratch`) must
+/// not pin more than a few KB for a request that had odd headers.
 const MAX_SPARE: usize = 128;
 const MAX_SPARE_BYTES: usize = 256;
 
 impl TxVars {
     pub fn with_capacity(capacity: usize) -> TxVars {
-        TxVars {
-            map: HashMap::with_capacity_and_hasher(capacity, Default::default()),
+        let mut tx = TxVars {
+            entries: Vec::with_capacity(capacity),
+            index: HashMap::with_capacity_and_hasher(capacity, Default::default()),
             ..TxVars::default()
+        };
+        tx.cover_numbers();
+        tx
+    }
+
+    /// Gives every numbered name a slot in `by_number` (names numbered after the map was
+    /// made, by a rule set loaded later, have none until the next call: they are hashed).
+    fn cover_numbers(&mut self) {
+        let numbered = tx_name::numbered();
+        if self.by_number.len() < numbered {
+            self.by_number.resize_with(numbered, Cell::default);
         }
     }
 
+    fn position(&self, name: &str) -> Option<usize> {
+        self.index.get(name).copied()
+    }
+
+    /// `position` through the number's table: no hashing once the name was found.
+    fn position_named(&self, name: &TxName) -> Option<usize> {
+        let cell = name.number().and_then(|n| self.by_number.get(n));
+        if let Some(at) = cell.map(Cell::get).filter(|&at| at != 0) {
+            debug_assert_eq!(
+                self.entries.get(at - 1).map(|v| v.name.as_str()),
+                Some(name.as_str())
+            );
+            return Some(at - 1);
+        }
+        let at = self.position(name)?;
+        if let Some(cell) = cell {
+            cell.set(at + 1);
+        }
+        Some(at)
+    }
+
+    fn present_at(&self, at: Option<usize>) -> Option<&Var> {
+        self.entries.get(at?).filter(|v| v.present)
+    }
+
     pub fn get(&self, name: &str) -> Option<&Vec<u8>> {
-        self.map.get(name).map(|v| &v.value)
+        self.present_at(self.position(name)).map(|v| &v.value)
+    }
+
+    pub fn get_named(&self, name: &TxName) -> Option<&Vec<u8>> {
+        self.present_at(self.position_named(name)).map(|v| &v.value)
     }
 
     pub fn get_key_value(&self, name: &str) -> Option<(&String, &Vec<u8>)> {
-        self.map.get_key_value(name).map(|(k, v)| (k, &v.value))
+        self.present_at(self.position(name))
+            .map(|v| (&v.name, &v.value))
     }
 
     /// The names `keep` accepts, with their values, in the order they were added.
@@ -99,11 +164,9 @@ impl TxVars {
         &self,
         keep: impl Fn(&str) -> bool,
     ) -> impl Iterator<Item = (&String, &Vec<u8>)> {
-        let mut found: smallvec::SmallVec<[(u64, &String, &Vec<u8>); 8]> = self
-            .map
-            .iter()
-            .filter(|(k, _)| keep(k))
-            .map(|(k, v)| (v.born, k, &v.value))
+        let mut found: smallvec::SmallVec<[(u64, &String, &Vec<u8>); 8]> = (self.entries.iter())
+            .filter(|v| v.present && keep(&v.name))
+            .map(|v| (v.born, &v.name, &v.value))
             .collect();
         found.sort_unstable_by_key(|&(born, _, _)| born);
         found.into_iter().map(|(_, k, v)| (k, v))
@@ -127,205 +190,246 @@ impl TxVars {
         // A base name still there and not written since keeps its base place; the written
         // ones (changed, added, removed and added again) are taken from the list below.
         for name in from_base {
-            if let Some((k, var)) = self.map.get_key_value(name.as_str()) {
+            if let Some(var) = self.present_at(self.position(name)) {
                 if !var.written {
-                    found.push((var.born, k, &var.value));
+                    found.push((var.born, &var.name, &var.value));
                 }
             }
         }
-        for name in self.written.iter().take(self.written_len) {
-            if !keep(name) {
-                continue;
-            }
-            if let Some((k, var)) = self.map.get_key_value(name.as_str()) {
-                found.push((var.born, k, &var.value));
+        for var in self.written.iter().filter_map(|&at| self.entries.get(at)) {
+            if var.present && keep(&var.name) {
+                found.push((var.born, &var.name, &var.value));
             }
         }
         found.sort_unstable_by_key(|&(born, _, _)| born);
-        // A name written twice (removed, then added again) is listed twice.
-        found.dedup_by_key(|&mut (born, _, _)| born);
         Some(found.into_iter().map(|(_, k, v)| (k, v)))
     }
 
     pub fn is_empty(&self) -> bool {
-        self.map.is_empty()
+        self.present == 0
     }
 
+    /// Entries held, present or not: what a pooled map keeps.
     pub fn capacity(&self) -> usize {
-        self.map.capacity()
+        self.entries.capacity().max(self.index.capacity())
     }
 
     #[cfg(test)]
     pub fn reserve(&mut self, additional: usize) {
-        self.map.reserve(additional);
+        self.entries.reserve(additional);
+        self.index.reserve(additional);
     }
 
-    /// Empties the map; it is no longer tracked against a base.
+    /// Empties the map (its entries' buffers stay for names added again); it is no longer
+    /// tracked against a base.
     pub fn clear(&mut self) {
-        self.map.clear();
-        self.written_len = 0;
+        self.forget_all();
+        self.written.clear();
         self.tracked = false;
+        self.compact_if_needed(self.spares_oversized());
+        self.cover_numbers();
     }
 
-    /// The value of `name`, to be changed in place.
-    pub fn get_mut(&mut self, name: &str) -> Option<&mut Vec<u8>> {
-        let TxVars {
-            map,
-            written,
-            written_len,
-            ..
-        } = self;
-        let var = map.get_mut(name)?;
-        if !var.written {
-            var.written = true;
-            note(written, written_len, name);
+    /// Makes every entry absent and unwritten.
+    fn forget_all(&mut self) {
+        for var in &mut self.entries {
+            var.present = false;
+            var.written = false;
         }
-        Some(&mut var.value)
+        self.present = 0;
+    }
+
+    /// Whether an absent entry holds more than `MAX_SPARE_BYTES`.
+    fn spares_oversized(&self) -> bool {
+        (self.entries.iter()).any(|v| !v.present && oversized(v))
+    }
+
+    /// Notes entry `at` as written, once.
+    fn note(&mut self, at: usize) {
+        if let Some(var) = self.entries.get_mut(at) {
+            if !var.written {
+                var.written = true;
+                self.written.push(at);
+            }
+        }
+    }
+
+    /// The value of `name` to be written, and whether it was there: a name not in TX is
+    /// added, with an empty value.
+    pub fn upsert_named(&mut self, name: &TxName) -> (&mut Vec<u8>, bool) {
+        let at = match self.position_named(name) {
+            Some(at) => at,
+            None => {
+                let at = self.add_entry(name);
+                if let Some(cell) = name.number().and_then(|n| self.by_number.get(n)) {
+                    cell.set(at + 1);
+                }
+                at
+            }
+        };
+        self.upsert_at(at)
+    }
+
+    /// `upsert_named` for a name made up at run time.
+    pub fn upsert(&mut self, name: &str) -> (&mut Vec<u8>, bool) {
+        let at = match self.position(name) {
+            Some(at) => at,
+            None => self.add_entry(name),
+        };
+        self.upsert_at(at)
+    }
+
+    /// `at` comes from `index` (through `position*`) or `add_entry`: a valid position.
+    fn upsert_at(&mut self, at: usize) -> (&mut Vec<u8>, bool) {
+        self.note(at);
+        let var = &mut self.entries[at];
+        let existed = var.present;
+        if !existed {
+            var.present = true;
+            var.value.clear();
+            var.born = self.next_born;
+            self.next_born += 1;
+            self.present += 1;
+        }
+        (&mut var.value, existed)
+    }
+
+    /// A new absent entry for `name` (not in `index`); its position.
+    fn add_entry(&mut self, name: &str) -> usize {
+        let at = self.entries.len();
+        self.entries.push(Var {
+            name: name.to_string(),
+            value: Vec::new(),
+            born: 0,
+            present: false,
+            written: false,
+        });
+        self.index.insert(name.to_string(), at);
+        at
     }
 
     pub fn insert(&mut self, name: String, value: Vec<u8>) {
-        if let Some(old) = self.get_mut(&name) {
-            *old = value;
-            return;
-        }
-        self.insert_new(name, value);
-    }
-
-    /// Adds `name`, which is not in the map: no lookup first (the callers just made one).
-    fn insert_new(&mut self, name: String, value: Vec<u8>) {
-        debug_assert!(!self.map.contains_key(&name), "{name} is already in TX");
-        note(&mut self.written, &mut self.written_len, &name);
-        self.map.insert(
-            name,
-            Var {
-                value,
-                born: self.next_born,
-                written: true,
-            },
-        );
-        self.next_born += 1;
+        let (old, _) = self.upsert(&name);
+        *old = value;
     }
 
     /// `name` := `value`, into the old value's buffer when there is one.
     pub fn set(&mut self, name: &str, value: &[u8]) {
-        match self.get_mut(name) {
-            Some(old) => {
-                old.clear();
-                old.extend_from_slice(value);
-            }
-            None => self.insert_from(name, |v| v.extend_from_slice(value)),
-        }
-    }
-
-    /// Adds `name` (not in the map) with the value `fill` writes into an empty buffer; name
-    /// and value go into buffers a reset kept when there are some.
-    pub fn insert_from(&mut self, name: &str, fill: impl FnOnce(&mut Vec<u8>)) {
-        let (mut key, mut value) = self.spare.pop().unwrap_or_default();
-        key.clear();
-        key.push_str(name);
-        value.clear();
-        fill(&mut value);
-        self.insert_new(key, value);
+        let (old, _) = self.upsert(name);
+        old.clear();
+        old.extend_from_slice(value);
     }
 
     pub fn remove(&mut self, name: &str) {
-        if let Some(var) = self.map.remove(name) {
-            if !var.written {
-                note(&mut self.written, &mut self.written_len, name);
-            }
+        self.remove_at(self.position(name));
+    }
+
+    pub fn remove_named(&mut self, name: &TxName) {
+        self.remove_at(self.position_named(name));
+    }
+
+    fn remove_at(&mut self, at: Option<usize>) {
+        let Some(at) = at.filter(|&at| self.entries.get(at).is_some_and(|v| v.present)) else {
+            return;
+        };
+        self.note(at);
+        if let Some(var) = self.entries.get_mut(at) {
+            var.present = false;
+            self.present -= 1;
         }
     }
 
-    /// The map := `base`, keeping buffers: only the written names when the map was reset
+    /// The map := `base`, keeping buffers: only the written entries when the map was reset
     /// to this same base before (the caller's promise: `Transaction::replay` always passes
     /// its rule set's one block), every entry otherwise.
     pub fn reset_to(&mut self, base: &TxMap) {
-        let TxVars {
-            map,
-            written,
-            written_len,
-            tracked,
-            spare,
-            next_born,
-        } = self;
-        let restore =
-            |map: &mut HashMap<String, Var, _>, name: &String, &(born, ref value)| match map
-                .get_mut(name)
-            {
-                Some(var) => {
-                    var.value.clone_from(value);
-                    var.born = born;
-                    var.written = false;
-                }
-                None => {
-                    map.insert(
-                        name.clone(),
-                        Var {
-                            value: Vec::clone(value),
-                            born,
-                            written: false,
-                        },
-                    );
-                }
-            };
+        self.cover_numbers();
         // Names added from now on come after every name of the base.
-        *next_born = (*next_born).max(base.next_born);
+        self.next_born = self.next_born.max(base.next_born);
         let base_vars = &base.vars;
-        if *tracked {
-            for name in written.iter().take(*written_len) {
-                match base_vars.get_key_value(name.as_str()) {
-                    Some((name, var)) => restore(map, name, var),
+        let restore = |var: &mut Var, &(born, ref value): &(u64, Vec<u8>)| {
+            var.value.clone_from(value);
+            var.born = born;
+            var.present = true;
+        };
+        let mut spare_oversized = false;
+        if self.tracked {
+            let TxVars {
+                entries,
+                written,
+                present,
+                ..
+            } = self;
+            for &at in written.iter() {
+                let Some(var) = entries.get_mut(at) else {
+                    continue;
+                };
+                var.written = false;
+                match base_vars.get(var.name.as_str()) {
+                    Some(b) => {
+                        *present += usize::from(!var.present);
+                        restore(var, b);
+                    }
                     None => {
-                        if let Some((key, var)) = map.remove_entry(name.as_str()) {
-                            if spare.len() < MAX_SPARE
-                                && key.capacity() + var.value.capacity() <= MAX_SPARE_BYTES
-                            {
-                                spare.push((key, var.value));
-                            }
-                        }
+                        *present -= usize::from(var.present);
+                        var.present = false;
+                        spare_oversized |= oversized(var);
                     }
                 }
             }
         } else {
-            map.retain(|name, _| base_vars.contains_key(name));
-            for (name, var) in base_vars {
-                restore(map, name, var);
+            self.forget_all();
+            for (name, b) in base_vars {
+                let at = self.position(name).unwrap_or_else(|| self.add_entry(name));
+                if let Some(var) = self.entries.get_mut(at) {
+                    restore(var, b);
+                    self.present += 1;
+                }
             }
+            spare_oversized = self.spares_oversized();
         }
-        *written_len = 0;
-        *tracked = true;
+        self.written.clear();
+        self.tracked = true;
+        self.compact_if_needed(spare_oversized);
         debug_assert!(
-            self.map.len() == base_vars.len()
+            self.present == base_vars.len()
                 && base_vars.iter().all(|(k, (born, v))| {
-                    self.map
-                        .get(k)
+                    self.present_at(self.position(k))
                         .is_some_and(|x| &x.value == v && x.born == *born && !x.written)
                 }),
             "TX after a reset differs from its base"
         );
     }
 
+    /// Compacts when more than `MAX_SPARE` entries are absent, or one holds too much.
+    fn compact_if_needed(&mut self, spare_oversized: bool) {
+        if spare_oversized || self.entries.len() - self.present > MAX_SPARE {
+            self.compact();
+        }
+    }
+
+    /// Drops the absent entries; positions change, so the numbers' table starts over.
+    /// Only between transactions (`written` is empty).
+    fn compact(&mut self) {
+        debug_assert!(self.written.is_empty());
+        self.entries.retain(|v| v.present);
+        self.index.clear();
+        for (at, var) in self.entries.iter().enumerate() {
+            self.index.insert(var.name.clone(), at);
+        }
+        self.by_number.iter().for_each(|c| c.set(0));
+    }
+
     /// A plain copy, for the constant plan's snapshot.
     pub fn to_map(&self) -> TxMap {
         TxMap {
-            vars: (self.map.iter())
-                .map(|(k, v)| (k.clone(), (v.born, v.value.clone())))
+            vars: (self.entries.iter())
+                .filter(|v| v.present)
+                .map(|v| (v.name.clone(), (v.born, v.value.clone())))
                 .collect(),
             next_born: self.next_born,
         }
     }
-}
-
-/// Appends `name` to the written list, into a spare buffer when there is one.
-fn note(written: &mut Vec<String>, len: &mut usize, name: &str) {
-    match written.get_mut(*len) {
-        Some(spare) => {
-            spare.clear();
-            spare.push_str(name);
-        }
-        None => written.push(name.to_string()),
-    }
-    *len += 1;
 }
 
 #[cfg(test)]
@@ -353,9 +457,9 @@ mod tests {
         assert!(equals(&tx, &base));
         for round in 0..3 {
             tx.set("score", b"5");
-            if let Some(v) = tx.get_mut("paranoia") {
-                v.push(b'0');
-            }
+            let (v, existed) = tx.upsert("paranoia");
+            assert!(existed);
+            v.push(b'0');
             tx.remove("gone");
             tx.insert("header_name_x".into(), b"/x/".to_vec());
             tx.set("gone", b"back");
@@ -363,15 +467,18 @@ mod tests {
             tx.set("new", b"1");
             tx.set("score", b"7");
             // Into the buffers of a name the last reset removed (from round 1 on).
-            tx.insert_from("header_name_y", |v| v.extend_from_slice(b"/y/"));
+            let (v, existed) = tx.upsert("header_name_y");
+            assert!(!existed && v.is_empty());
+            v.extend_from_slice(b"/y/");
             assert_eq!(tx.get("header_name_y"), Some(&b"/y/".to_vec()));
             assert_eq!(tx.get("new"), Some(&b"1".to_vec()));
             assert!(!equals(&tx, &base), "round {round}");
             tx.reset_to(&base);
             assert!(equals(&tx, &base), "round {round}: {:?}", tx.to_map());
-            assert!(
-                !tx.spare.is_empty(),
-                "round {round}: the removed names' buffers are kept"
+            assert_eq!(
+                tx.entries.len(),
+                7,
+                "round {round}: the removed names' entries are kept"
             );
         }
     }
@@ -417,5 +524,63 @@ mod tests {
                 "round {round}"
             );
         }
+    }
+
+    /// A name looked up by its number and by hashing gives the same entry, before and after
+    /// resets, removals and the compaction of many absent names.
+    #[test]
+    fn numbered_names_find_the_same_entries_as_hashed_ones() {
+        let score = TxName::new("tx_vars_test_score".into());
+        let gone = TxName::new("tx_vars_test_gone".into());
+        let mut base = TxMap::default();
+        base.insert(score.to_string(), b"0".to_vec());
+        base.insert("tx_vars_test_level".into(), b"1".to_vec());
+        let mut tx = TxVars::with_capacity(4);
+        for round in 0..5 {
+            tx.reset_to(&base);
+            assert_eq!(tx.get_named(&score), Some(&b"0".to_vec()), "round {round}");
+            assert_eq!(tx.get_named(&gone), None);
+            let (v, existed) = tx.upsert_named(&score);
+            assert!(existed);
+            v.push(b'5');
+            assert_eq!(tx.get("tx_vars_test_score"), Some(&b"05".to_vec()));
+            let (v, existed) = tx.upsert_named(&gone);
+            assert!(!existed && v.is_empty());
+            v.push(b'x');
+            assert_eq!(tx.get("tx_vars_test_gone"), Some(&b"x".to_vec()));
+            tx.remove_named(&gone);
+            assert_eq!(tx.get_named(&gone), None);
+            assert_eq!(tx.get("tx_vars_test_gone"), None);
+            // Names made up per request: more than MAX_SPARE over the rounds, so the absent
+            // ones are compacted away and positions change.
+            for i in 0..MAX_SPARE / 2 {
+                tx.set(&format!("made_up_{round}_{i}"), b"1");
+            }
+            tx.remove("tx_vars_test_level");
+            assert_eq!(tx.to_map().vars.len(), 1 + MAX_SPARE / 2);
+        }
+        tx.reset_to(&base);
+        assert!(tx.entries.len() <= base.vars.len() + MAX_SPARE + 1);
+        assert_eq!(tx.get_named(&score), Some(&b"0".to_vec()));
+        assert_eq!(tx.get("tx_vars_test_level"), Some(&b"1".to_vec()));
+        assert!(equals(&tx, &base));
+    }
+
+    /// An absent entry with a large buffer is not kept for the next request.
+    #[test]
+    fn a_large_absent_entry_is_not_kept() {
+        let base = base();
+        let mut tx = TxVars::default();
+        tx.reset_to(&base);
+        tx.set("small", b"1");
+        tx.reset_to(&base);
+        assert_eq!(tx.entries.len(), base.vars.len() + 1, "a small one is kept");
+        tx.set("big", &[b'x'; 1024]);
+        tx.reset_to(&base);
+        assert_eq!(tx.entries.len(), base.vars.len());
+        assert!(equals(&tx, &base));
+        tx.set("big", &[b'x'; 1024]);
+        tx.clear();
+        assert!(tx.entries.is_empty());
     }
 }

@@ -14,8 +14,8 @@ impl Expand for Env {
         for p in &m.parts {
             match p {
                 Part::Literal(s) => out.push_str(s),
-                Part::Var(_, Some(k)) if k == "x" => out.push('5'),
-                Part::Var(..) => {}
+                Part::Tx(k) if *k == "x" => out.push('5'),
+                Part::Tx(_) | Part::Var(..) => {}
             }
         }
         Cow::Owned(out)
