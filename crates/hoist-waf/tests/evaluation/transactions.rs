@@ -175,6 +175,28 @@ SecRule ARGS:d "@within %{tx.x}" "id:4,phase:2,pass,nolog,setvar:tx.within=1"
     assert_eq!(tx_var(&tx, "same"), None);
 }
 
+/// The request line's variables as a rule reads them: REQUEST_LINE is the three pieces as
+/// received, joined by single spaces; REMOTE_ADDR and UNIQUE_ID are what the caller gave.
+#[test]
+fn request_line_variables_hold_what_was_received() {
+    let r = rules(
+        r#"
+SecAction "id:1,phase:1,pass,nolog,setvar:tx.line=%{REQUEST_LINE},setvar:tx.method=%{REQUEST_METHOD},setvar:tx.uri=%{REQUEST_URI},setvar:tx.file=%{REQUEST_FILENAME},setvar:tx.query=%{QUERY_STRING},setvar:tx.protocol=%{REQUEST_PROTOCOL},setvar:tx.addr=%{REMOTE_ADDR}"
+"#,
+    );
+    let tx = get(&r, "/a/b.php?x=1&y=%20");
+    assert_eq!(
+        tx_var(&tx, "line").as_deref(),
+        Some("GET /a/b.php?x=1&y=%20 HTTP/1.1")
+    );
+    assert_eq!(tx_var(&tx, "method").as_deref(), Some("GET"));
+    assert_eq!(tx_var(&tx, "uri").as_deref(), Some("/a/b.php?x=1&y=%20"));
+    assert_eq!(tx_var(&tx, "file").as_deref(), Some("/a/b.php"));
+    assert_eq!(tx_var(&tx, "query").as_deref(), Some("x=1&y=%20"));
+    assert_eq!(tx_var(&tx, "protocol").as_deref(), Some("HTTP/1.1"));
+    assert_eq!(tx_var(&tx, "addr").as_deref(), Some("10.0.0.1"));
+}
+
 /// The reference the CRS corpus test compares against: the same rules with no shortcut
 /// worked out (no prefilter slot, no regex group, no constant plan used), matching what the
 /// usual set matches.
