@@ -9,18 +9,21 @@
 //!
 //! Numbers are per process, not per rule set, so that a name needs nothing but itself to be
 //! looked up. The table they come from holds each distinct name of every rule set loaded
-//! (a few hundred for CRS; reloading the same rules adds none) and is never shrunk; past
-//! `MAX_NUMBERED` names, further ones get no number and are looked up by hashing.
+//! (about 80 for CRS; reloading the same rules adds none) and is never shrunk; past
+//! `MAX_NUMBERED` names or `MAX_NUMBERED_BYTES` of them, further names get no number and
+//! are looked up by hashing, as made-up ones are.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{LazyLock, Mutex, PoisonError};
 
-/// More names than any configuration spells out; beyond it a name is only hashed, which
-/// bounds the per-map table (`TxVars::by_number`) at 256 KB.
-pub(crate) const MAX_NUMBERED: usize = 1 << 16;
+/// Fifty times the names CRS spells out. It bounds each map's table of positions
+/// (`TxVars::by_number`, 8 bytes a name: 32 KB) and, with the byte bound, the table here.
+const MAX_NUMBERED: usize = 4096;
+const MAX_NUMBERED_BYTES: usize = 256 * 1024;
 
-static NUMBERS: LazyLock<Mutex<HashMap<String, u32>>> = LazyLock::new(Default::default);
+/// Each numbered name, and the bytes of all of them.
+static NUMBERS: LazyLock<Mutex<(HashMap<String, u32>, usize)>> = LazyLock::new(Default::default);
 /// How many numbers were handed out: what a map's table must cover.
 static COUNT: AtomicUsize = AtomicUsize::new(0);
 
@@ -37,12 +40,14 @@ const NO_NUMBER: u32 = u32::MAX;
 impl TxName {
     /// `name` is already folded to lower case.
     pub fn new(name: String) -> TxName {
-        let mut numbers = NUMBERS.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut guard = NUMBERS.lock().unwrap_or_else(PoisonError::into_inner);
+        let (numbers, bytes) = &mut *guard;
         let number = match numbers.get(&name) {
             Some(&n) => n,
-            None if numbers.len() < MAX_NUMBERED => {
+            None if numbers.len() < MAX_NUMBERED && *bytes + name.len() <= MAX_NUMBERED_BYTES => {
                 let n = u32::try_from(numbers.len()).unwrap_or(NO_NUMBER);
                 numbers.insert(name.clone(), n);
+                *bytes += name.len();
                 COUNT.store(numbers.len(), Ordering::Release);
                 n
             }
