@@ -3,6 +3,7 @@
 //! transformation, and operator matching. What a match then does is in `on_match`.
 
 use crate::actions::EngineMode;
+use crate::captures::{Captures, HitCaptures, NO_HIT_CAPTURES};
 use crate::collections::{Item, Items};
 use crate::constant::{Block, ConstantPlan, Decision};
 use crate::heads::Head;
@@ -283,12 +284,16 @@ impl Transaction {
         let cache = self.values.take().unwrap_or_default();
         let mut hits = std::mem::take(&mut self.hits);
         hits.clear();
-        let mut hit_captures = std::mem::take(&mut self.hit_captures);
+        // Taken as `Option`s: putting back after a `mem::take` dropped the placeholder
+        // through an outlined drop on every evaluation.
+        let mut hit_captures = self.hit_captures.take().unwrap_or_default();
         hit_captures.clear();
+        let mut captures = self.captures.take().unwrap_or_default();
+        captures.clear();
         let rules = &self.rules;
         let mut state = ItemState {
             cache,
-            captures: Vec::new(),
+            captures: &mut captures,
             hits: &mut hits,
             hit_captures: &mut hit_captures,
             prefilter: None,
@@ -330,10 +335,11 @@ impl Transaction {
         self.values = Some(state.cache);
         let matched = !hits.is_empty();
         if matched {
-            self.record_matches(rule, &hits, &mut hit_captures);
+            self.record_matches(rule, &hits, &hit_captures);
         }
         self.hits = hits;
-        self.hit_captures = hit_captures;
+        self.hit_captures = Some(hit_captures);
+        self.captures = Some(captures);
         matched
     }
 
@@ -349,6 +355,7 @@ impl Transaction {
             per_item,
             chain_mask,
         } = state;
+        let captures: &mut Captures = captures;
         // The operator needs a byte the value lacks and its chain cannot bring (the
         // validation rules over every argument): no match, nothing transformed.
         if rule.needs.is_some_and(|d| !d.found_in(&item.value)) {
@@ -567,31 +574,23 @@ impl Transaction {
             }
         }
         if hit {
-            let caps = (want_captures && !captures.is_empty()).then(|| std::mem::take(captures));
             hits.push_with(|name| item.write_name(name), &value);
-            hit_captures.push(caps);
+            if want_captures {
+                hit_captures.push_from(captures);
+            } else {
+                hit_captures.push_none();
+            }
         }
     }
 
     /// ModSecurity runs a rule's non-disruptive actions once per matching variable, with
     /// MATCHED_VAR and TX.0.. of that variable: CRS builds per-header TX keys this way.
-    fn record_matches(
-        &mut self,
-        rule: &Rule,
-        hits: &PairList,
-        captures: &mut [Option<Vec<Vec<u8>>>],
-    ) {
+    fn record_matches(&mut self, rule: &Rule, hits: &PairList, captures: &HitCaptures) {
         self.matched_vars.clear();
         for (i, (name, value)) in hits.as_slice().iter().enumerate() {
-            if let Some(caps) = captures.get_mut(i).and_then(Option::take) {
-                for (i, c) in caps.into_iter().enumerate() {
-                    match CAPTURE_NAMES.get(i) {
-                        Some(name) => self.set_tx(name, &c),
-                        None => {
-                            self.tx.insert(i.to_string(), c);
-                        }
-                    }
-                }
+            // Operators find at most ten groups (TX:0..9).
+            for (name, group) in CAPTURE_NAMES.iter().zip(captures.of(i)) {
+                self.set_tx(name, group);
             }
             self.matched_vars.push(name, value);
             for effect in &rule.actions.effects {
@@ -612,7 +611,7 @@ impl Transaction {
         } else {
             let mut hits = PairList::default();
             hits.assign(vars);
-            self.record_matches(rule, &hits, &mut []);
+            self.record_matches(rule, &hits, &NO_HIT_CAPTURES);
         }
     }
 
@@ -627,7 +626,7 @@ impl Transaction {
         &self,
         rule: &Rule,
         original: &'v [u8],
-        captures: &mut Vec<Vec<u8>>,
+        captures: &mut Captures,
     ) -> (bool, Cow<'v, [u8]>) {
         let want_captures = rule.actions.capture;
         let mut value: Cow<'v, [u8]> = Cow::Borrowed(original);
@@ -650,7 +649,7 @@ impl Transaction {
         (hit, value)
     }
 
-    fn check(&self, rule: &Rule, value: &[u8], captures: Option<&mut Vec<Vec<u8>>>) -> bool {
+    fn check(&self, rule: &Rule, value: &[u8], captures: Option<&mut Captures>) -> bool {
         if rule.byte_filter.is_some_and(|f| !f.may_match(value)) {
             return rule.negated;
         }
@@ -683,10 +682,11 @@ fn scanned_without(
 struct ItemState<'r> {
     /// The transaction's value cache, moved out while items borrow the transaction.
     cache: Box<crate::values::ValueCache>,
-    captures: Vec<Vec<u8>>,
+    /// The operator's groups for the current item (the `capture` action).
+    captures: &'r mut Captures,
     /// (name, transformed value) per matching item, and its captures.
     hits: &'r mut PairList,
-    hit_captures: &'r mut Vec<Option<Vec<Vec<u8>>>>,
+    hit_captures: &'r mut HitCaptures,
     /// The rule's prefilter slot and the prefilter of the current target's values, when the
     /// rule has one.
     prefilter: Option<(u32, &'r crate::prefilter::Prefilter)>,

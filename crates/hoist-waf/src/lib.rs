@@ -19,6 +19,7 @@ mod body;
 mod builder;
 mod byte_filter;
 mod byte_summary;
+mod captures;
 pub mod chains;
 mod collections;
 mod constant;

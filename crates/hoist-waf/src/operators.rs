@@ -1,6 +1,7 @@
 //! Operators (`@rx`, `@pm`, ...), compiled at load: regexes once, phrase lists into
 //! Aho-Corasick automata, byte ranges into tables.
 
+pub use crate::captures::Captures;
 use crate::macros::Macro;
 use crate::phrase_set::PhraseSet;
 use std::borrow::Cow;
@@ -58,12 +59,12 @@ impl Pattern {
     }
 
     /// Whether it matches; with `captures`, fills group 0..=9 as the `capture` action wants.
-    pub fn find(&self, input: &[u8], captures: Option<&mut Vec<Vec<u8>>>) -> bool {
+    pub fn find(&self, input: &[u8], captures: Option<&mut Captures>) -> bool {
         match self {
             Pattern::Whole => {
                 if let Some(out) = captures {
                     out.clear();
-                    out.push(input.to_vec());
+                    out.push(input);
                 }
                 true
             }
@@ -75,7 +76,7 @@ impl Pattern {
                     None => false,
                     Some(m) => {
                         out.clear();
-                        out.push(m.as_bytes().to_vec());
+                        out.push(m.as_bytes());
                         true
                     }
                 },
@@ -87,7 +88,7 @@ impl Pattern {
                     Some(c) => {
                         out.clear();
                         for i in 0..c.len().min(10) {
-                            out.push(c.get(i).map(|m| m.as_bytes().to_vec()).unwrap_or_default());
+                            out.push(c.get(i).map_or(&[][..], |m| m.as_bytes()));
                         }
                         true
                     }
@@ -103,11 +104,7 @@ impl Pattern {
                         Ok(Some(c)) => {
                             out.clear();
                             for i in 0..c.len().min(10) {
-                                out.push(
-                                    c.get(i)
-                                        .map(|m| m.as_str().as_bytes().to_vec())
-                                        .unwrap_or_default(),
-                                );
+                                out.push(c.get(i).map_or(&[][..], |m| m.as_str().as_bytes()));
                             }
                             true
                         }
@@ -270,13 +267,13 @@ impl Operator {
         &self,
         input: &[u8],
         env: &dyn Expand,
-        captures: Option<&mut Vec<Vec<u8>>>,
+        captures: Option<&mut Captures>,
     ) -> bool {
         let num = |m: &Macro| atoi(&env.expand_bytes(m));
-        let capture0 = |captures: Option<&mut Vec<Vec<u8>>>, v: &[u8]| {
+        let capture0 = |captures: Option<&mut Captures>, v: &[u8]| {
             if let Some(c) = captures {
                 c.clear();
-                c.push(v.to_vec());
+                c.push(v);
             }
         };
         match self {

@@ -13,6 +13,7 @@
 //! own variables are dropped, the block's overwrite the buffers of the same name), instead
 //! of allocating every name and value again. It is never read before that.
 
+use crate::captures::{Captures, HitCaptures};
 use crate::gates::GateCache;
 use crate::pair_list::PairList;
 use crate::transaction::MatchedRule;
@@ -53,8 +54,11 @@ pub(crate) struct Scratch {
     pub last_tx: TxVars,
     /// MATCHED_VARS' list, whose buffers `record_matches` rewrites.
     pub matched_vars: PairList,
-    /// The variables a rule matched, before its actions run (`Transaction::hits`).
+    /// The variables a rule matched, before its actions run (`Transaction::hits`), and
+    /// their captures (`Transaction::hit_captures`, `captures`).
     pub hits: PairList,
+    pub hit_captures: HitCaptures,
+    pub captures: Captures,
     /// The request's and response's lists, cleared, their entries' buffers kept.
     pub lists: Lists,
     /// The rules that matched (`Transaction::matched_rules`), cleared.
@@ -96,6 +100,8 @@ impl Scratch {
             last_tx: TxVars::with_capacity(TX_CAPACITY),
             matched_vars: PairList::default(),
             hits: PairList::default(),
+            hit_captures: HitCaptures::default(),
+            captures: Captures::default(),
             lists: Lists::default(),
             matched: Vec::new(),
             setvar_buf: Vec::new(),
@@ -123,6 +129,8 @@ impl ScratchPool {
             || s.last_tx.capacity() > 8 * TX_CAPACITY
             || s.matched_vars.capacity() > MAX_MATCHED_VARS
             || s.hits.capacity() > MAX_MATCHED_VARS
+            || !s.hit_captures.keepable()
+            || s.captures.retained_bytes() > MAX_EXPANSION
             || s.matched.capacity() > MAX_MATCHED_RULES
             || s.lists
                 .all()
@@ -145,6 +153,8 @@ impl ScratchPool {
         // A new transaction starts with no MATCHED_VARS (the buffers stay).
         s.matched_vars.clear();
         s.hits.clear();
+        s.hit_captures.clear();
+        s.captures.clear();
         s.lists.all().into_iter().for_each(PairList::clear);
         s.matched.clear();
         s.setvar_buf.clear();

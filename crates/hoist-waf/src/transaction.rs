@@ -3,6 +3,7 @@
 
 use crate::actions::{BodyProcessor, EngineMode, IdRanges};
 use crate::body::{self, Pairs, Xml};
+use crate::captures::{Captures, HitCaptures};
 use crate::collections::{XML_ATTRIBUTES_LIST, XML_TEXTS_LIST};
 use crate::macros::{Macro, Part};
 use crate::operators::Expand;
@@ -134,7 +135,10 @@ pub struct Transaction {
     /// The variables the rule being evaluated matched (name, transformed value), and per
     /// match the captures it produced; kept from rule to rule for their buffers.
     pub(crate) hits: PairList,
-    pub(crate) hit_captures: Vec<Option<Vec<Vec<u8>>>>,
+    /// `None` only while a rule's evaluation holds them.
+    pub(crate) hit_captures: Option<HitCaptures>,
+    /// The operator's groups for the value being evaluated (`capture`).
+    pub(crate) captures: Option<Captures>,
     pub(crate) current_rule_id: i64,
     pub(crate) empty: Pairs,
     pub(crate) removed_ids: IdRanges,
@@ -238,6 +242,8 @@ impl Drop for Transaction {
                 last_tx: std::mem::take(&mut self.tx),
                 matched_vars: std::mem::take(&mut self.matched_vars),
                 hits: std::mem::take(&mut self.hits),
+                hit_captures: self.hit_captures.take().unwrap_or_default(),
+                captures: self.captures.take().unwrap_or_default(),
                 lists: crate::scratch::Lists {
                     args_get: std::mem::take(&mut self.args_get),
                     args_post: std::mem::take(&mut self.args_post),
@@ -294,7 +300,8 @@ impl Transaction {
             response_body: Vec::new(),
             matched_vars: scratch.matched_vars,
             hits: scratch.hits,
-            hit_captures: Vec::new(),
+            hit_captures: Some(scratch.hit_captures),
+            captures: Some(scratch.captures),
             current_rule_id: 0,
             empty: Vec::new(),
             removed_ids: Vec::new(),

@@ -308,11 +308,6 @@ impl TxVars {
         at
     }
 
-    pub fn insert(&mut self, name: String, value: Vec<u8>) {
-        let (old, _) = self.upsert(&name);
-        *old = value;
-    }
-
     /// `name` := `value`, into the old value's buffer when there is one.
     pub fn set(&mut self, name: &str, value: &[u8]) {
         let (old, _) = self.upsert(name);
@@ -461,7 +456,7 @@ mod tests {
             assert!(existed);
             v.push(b'0');
             tx.remove("gone");
-            tx.insert("header_name_x".into(), b"/x/".to_vec());
+            tx.set("header_name_x", b"/x/");
             tx.set("gone", b"back");
             tx.remove("header_name_x");
             tx.set("new", b"1");
