@@ -105,28 +105,13 @@ impl IdText {
             self.client = Some(client);
         }
         self.unique_id.clear();
-        push_decimal(&mut self.unique_id, worker as u64);
+        let mut digits = itoa::Buffer::new();
+        self.unique_id.push_str(digits.format(worker));
         self.unique_id.push('-');
-        push_decimal(&mut self.unique_id, connection);
+        self.unique_id.push_str(digits.format(connection));
         self.unique_id.push('-');
-        push_decimal(&mut self.unique_id, tx);
+        self.unique_id.push_str(digits.format(tx));
     }
-}
-
-/// `n` in decimal, appended without the formatting machinery.
-fn push_decimal(out: &mut String, n: u64) {
-    let mut digits = [0u8; 20];
-    let mut at = digits.len();
-    let mut rest = n;
-    loop {
-        at -= 1;
-        digits[at] = b'0' + (rest % 10) as u8;
-        rest /= 10;
-        if rest == 0 {
-            break;
-        }
-    }
-    out.extend(digits[at..].iter().map(|&d| char::from(d)));
 }
 
 impl Worker {
