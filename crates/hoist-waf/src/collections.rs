@@ -393,11 +393,9 @@ impl Transaction {
             });
         }
         if var == VarName::Tx {
-            // The hot case (scores, paranoia levels): a direct lookup, keys already folded.
-            let value = key.and_then(|k| match self.tx.get(k) {
-                Some(v) => Some(v),
-                None => self.tx.get(&k.to_ascii_lowercase()),
-            });
+            // `Macro::parse` makes every `%{tx.x}` a `Part::Tx` (`Transaction::tx_value`);
+            // this is a bare `%{tx}` or a hand-built part. TX keys are stored folded.
+            let value = key.and_then(|k| self.tx.get(&k.to_ascii_lowercase()));
             return Cow::Borrowed(value.map_or(&b""[..], Vec::as_slice));
         }
         let target = Target {

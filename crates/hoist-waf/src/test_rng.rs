@@ -17,3 +17,16 @@ pub(crate) fn bytes_from(next: &mut impl FnMut() -> u64, alphabet: &[u8], len: u
         .map(|_| alphabet[(next() % alphabet.len() as u64) as usize])
         .collect()
 }
+
+/// `per_len` inputs of each length in `lens`, drawn from `alphabet` with a generator seeded
+/// with `seed`, shortest first: the shape the fast-path-against-reference tests share.
+pub(crate) fn inputs<'a>(
+    seed: u64,
+    alphabet: &'a [u8],
+    lens: std::ops::Range<usize>,
+    per_len: usize,
+) -> impl Iterator<Item = Vec<u8>> + 'a {
+    let mut next = xorshift(seed);
+    lens.flat_map(move |len| std::iter::repeat_n(len, per_len))
+        .map(move |len| bytes_from(&mut next, alphabet, len))
+}
