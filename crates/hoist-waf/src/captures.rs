@@ -3,8 +3,9 @@
 //! to transaction.
 //!
 //! CRS 920450 captures every request header name (`^.*$`) and runs its actions once per
-//! name. A fresh `Vec<Vec<u8>>` per match, its buffer and their frees after the actions were
-//! ~4,500 of the rule's ~36,000 instructions on a GET with eleven headers.
+//! name. It allocated a fresh `Vec<Vec<u8>>` and a buffer per match and freed them after the
+//! actions: the allocator's functions were ~5,100 of the rule's ~36,000 instructions on a GET
+//! with eleven headers (callgrind).
 
 /// The groups one operator run found: group 0 (the match) and up to nine more.
 #[derive(Debug, Default, Clone)]
