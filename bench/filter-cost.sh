@@ -31,7 +31,11 @@
 # processing_time_us histogram (its sum and count on the admin port, before and after the
 # run): wall time inside the engine's calls, so what the rest of the WAF configuration's cost
 # is (the filter's glue, wake-ups, caches left colder for TLS and the kernel) is the
-# difference.
+# difference. Two variants of the WAF configuration split that difference further (see
+# filter-setup.sh): waf_engine_off (the filter and its transactions, no rule run) and
+# waf_no_rules (the CRS setup without its rule files), as in
+#   L7S="none waf waf_engine_off waf_no_rules" HOST_HEADER=shop.example.com \
+#     bench/filter-cost.sh 3 15000 6
 set -euo pipefail
 cd "$(dirname "$0")/.."
 reps=${1:-5}

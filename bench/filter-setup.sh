@@ -11,14 +11,31 @@ LOAD_CPU=${LOAD_CPU:-1}
 # 1m, 2m, 5m, 10m), served as text/plain: the WAF configuration inspects up to 512 KB of it.
 SIZE=${SIZE:-1k}
 [ -x "$HOIST" ] || { echo "$HOIST not found: cargo build --release -p hoist" >&2; exit 1; }
+# Two variants of "waf" split what the WAF adds to a request (see filter-cost.sh):
+# waf_engine_off is "waf" with SecRuleEngine Off: the filter still makes a transaction per
+# request, hands it the headers and buffers the response body for it, but no rule runs;
+# waf_no_rules loads base.conf and the CRS setup without the rule files. `hoist bench
+# --prepare` knows only "waf".
+prepared=$(printf '%s\n' $L7S | sed 's/^waf_.*/waf/' | sort -u | paste -sd, -)
 "$HOIST" bench --prepare --out "$(dirname "$WORK")" --work-dir "$WORK" --sizes "$SIZE" \
-  --configs "${L7S// /,}" >/dev/null
+  --configs "$prepared" >/dev/null
 token=$(cat "$WORK/jwt/token.txt")
 
 # filter_config L7 OUT: the generated configuration of L7 with the listener on 18443 and the
 # admin port on 19901 instead of ephemeral ones.
 filter_config() {
+  local base=$1 variant=()
+  case $1 in
+    waf_engine_off) base=waf variant=(-e 's/\\"SecRuleEngine On\\"/\\"SecRuleEngine Off\\"/') ;;
+    waf_no_rules) base=waf variant=(-e 's/,\\"Include [^"]*\/rules\/\*\.conf\\"//') ;;
+    waf_*) echo "unknown WAF variant $1 (waf_engine_off, waf_no_rules)" >&2; exit 2 ;;
+  esac
   sed -e '0,/port_value: 0}}/s//port_value: 19901}}/' \
       -e 's/    address: {socket_address: {address: 127.0.0.1, port_value: 0}}/    address: {socket_address: {address: 127.0.0.1, port_value: 18443}}/' \
-      "$WORK/configs/$1-$CIPHER.yaml" > "$2"
+      "${variant[@]}" "$WORK/configs/$base-$CIPHER.yaml" > "$2"
+  # A variant whose edit found nothing to change would measure the WAF itself.
+  case $1 in
+    waf_engine_off) grep -q 'SecRuleEngine Off' "$2" ;;
+    waf_no_rules) ! grep -q 'rules/\*\.conf' "$2" ;;
+  esac || { echo "$1: the edit of the waf configuration did not apply" >&2; exit 1; }
 }
