@@ -24,18 +24,23 @@ token=$(cat "$WORK/jwt/token.txt")
 # filter_config L7 OUT: the generated configuration of L7 with the listener on 18443 and the
 # admin port on 19901 instead of ephemeral ones.
 filter_config() {
-  local base=$1 variant=()
+  # A variant: its sed edit of "waf", and a command that fails if the edit found nothing
+  # to change (the variant would then measure the WAF itself).
+  local base=$1 variant=() applied=(true)
   case $1 in
-    waf_engine_off) base=waf variant=(-e 's/\\"SecRuleEngine On\\"/\\"SecRuleEngine Off\\"/') ;;
-    waf_no_rules) base=waf variant=(-e 's/,\\"Include [^"]*\/rules\/\*\.conf\\"//') ;;
+    waf_engine_off)
+      base=waf variant=(-e 's/\\"SecRuleEngine On\\"/\\"SecRuleEngine Off\\"/')
+      applied=(grep -q 'SecRuleEngine Off' "$2") ;;
+    waf_no_rules)
+      base=waf variant=(-e 's/,\\"Include [^"]*\/rules\/\*\.conf\\"//')
+      applied=(not_in 'rules/\*\.conf' "$2") ;;
     waf_*) echo "unknown WAF variant $1 (waf_engine_off, waf_no_rules)" >&2; exit 2 ;;
   esac
   sed -e '0,/port_value: 0}}/s//port_value: 19901}}/' \
       -e 's/    address: {socket_address: {address: 127.0.0.1, port_value: 0}}/    address: {socket_address: {address: 127.0.0.1, port_value: 18443}}/' \
       "${variant[@]}" "$WORK/configs/$base-$CIPHER.yaml" > "$2"
-  # A variant whose edit found nothing to change would measure the WAF itself.
-  case $1 in
-    waf_engine_off) grep -q 'SecRuleEngine Off' "$2" ;;
-    waf_no_rules) ! grep -q 'rules/\*\.conf' "$2" ;;
-  esac || { echo "$1: the edit of the waf configuration did not apply" >&2; exit 1; }
+  "${applied[@]}" || { echo "$1: the edit of the waf configuration did not apply" >&2; exit 1; }
 }
+
+# not_in PATTERN FILE: true when no line of FILE matches PATTERN.
+not_in() { ! grep -q "$1" "$2"; }
