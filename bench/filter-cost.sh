@@ -20,6 +20,8 @@
 # 127.0.0.1:18443; a name such as shop.example.com is what a browser sends, and spares the WAF
 # the two warnings CRS logs per request for a numeric Host: 920350 and the 980170 score
 # summary it causes).
+# POST=1 sends the engine benchmark's 10 KB urlencoded form (191 fields) as a POST to the same
+# URL instead of a GET: the WAF then inspects a request body (phase 2, every argument).
 #
 # Each line also gives the server core's softirq time per request (from /proc/stat, whatever
 # ran on that core): on loopback the kernel delivers each response to the client inside the
@@ -46,7 +48,8 @@ L7S=${L7S:-none ratelimit jwt ratelimit_jwt}
 . bench/filter-setup.sh
 tmp=$(mktemp -d /tmp/hoist-filter-cost.XXXXXX)
 server=
-trap '[ -n "$server" ] && kill "$server" 2>/dev/null; rm -rf "$tmp"' EXIT
+trap '[ -z "$server" ] || kill "$server" 2>/dev/null || true; rm -rf "$tmp"' EXIT
+post_flags "$tmp"
 
 run_time_ns() { cat /proc/"$1"/task/*/schedstat | awk '{s += $1} END {print s}'; }
 
@@ -69,6 +72,7 @@ one() {
   local load=(taskset -c "$LOAD_CPU" "$HOIST" load -k -c 8 -qps "$rate"
               -H "Authorization: Bearer $token")
   [ -n "${HOST_HEADER:-}" ] && load+=(-H "Host: $HOST_HEADER")
+  load+=("${post[@]}")
   local url=https://127.0.0.1:18443/$SIZE
   "${load[@]}" -t 2s "$url" >/dev/null 2>&1   # warm-up: handshakes, the JWT cache
   local u0 s0 u1 s1 r0 r1

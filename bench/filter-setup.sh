@@ -44,3 +44,20 @@ filter_config() {
 
 # not_in PATTERN FILE: true when no line of FILE matches PATTERN.
 not_in() { ! grep -q "$1" "$2"; }
+
+# post_flags DIR: with POST=1, writes the engine benchmark's 10 KB urlencoded form
+# (crates/hoist-waf/benches/engine.rs `form_body`, 191 fields) to DIR/form and sets `post`
+# to the load flags that send it as a POST to the same URL; without, `post` is empty.
+post_flags() {
+  post=()
+  [ "${POST:-0}" = 1 ] || return 0
+  python3 - "$1/form" <<'PY'
+import sys
+body, i = "", 0
+while len(body) < 10 * 1024:
+    body += f"field{i}=Some+ordinary+text+with+words+and+numbers+{i}&"
+    i += 1
+open(sys.argv[1], "w").write(body)
+PY
+  post=(-payload-file "$1/form" -content-type application/x-www-form-urlencoded)
+}
