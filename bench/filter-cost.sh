@@ -69,10 +69,8 @@ one() {
   local pid=$!
   server=$pid
   sleep 1
-  local load=(taskset -c "$LOAD_CPU" "$HOIST" load -k -c 8 -qps "$rate"
-              -H "Authorization: Bearer $token")
-  [ -n "${HOST_HEADER:-}" ] && load+=(-H "Host: $HOST_HEADER")
-  load+=("${post[@]}")
+  local load
+  load_command "$rate"
   local url=https://127.0.0.1:18443/$SIZE
   "${load[@]}" -t 2s "$url" >/dev/null 2>&1   # warm-up: handshakes, the JWT cache
   local u0 s0 u1 s1 r0 r1

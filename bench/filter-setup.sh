@@ -61,3 +61,12 @@ open(sys.argv[1], "w").write(body)
 PY
   post=(-payload-file "$1/form" -content-type application/x-www-form-urlencoded)
 }
+
+# load_command RATE: sets `load` to the `hoist load` command the cost scripts drive a server
+# with from LOAD_CPU: 8 connections at RATE requests/s, the token, HOST_HEADER when set, and
+# the form with POST=1 (after `post_flags`).
+load_command() {
+  load=(taskset -c "$LOAD_CPU" "$HOIST" load -k -c 8 -qps "$1" -H "Authorization: Bearer $token")
+  [ -z "${HOST_HEADER:-}" ] || load+=(-H "Host: $HOST_HEADER")
+  load+=("${post[@]}")
+}

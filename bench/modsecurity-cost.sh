@@ -109,10 +109,8 @@ one() {
     cat "$tmp/nginx.out" "$tmp/error.log" >&2
     exit 1
   }
-  local load=(taskset -c "$LOAD_CPU" "$HOIST" load -k -c 8 -qps "$rate"
-              -H "Authorization: Bearer $token")
-  [ -n "${HOST_HEADER:-}" ] && load+=(-H "Host: $HOST_HEADER")
-  load+=("${post[@]}")
+  local load
+  load_command "$rate"
   local url=https://127.0.0.1:18444/$SIZE
   "${load[@]}" -t 2s "$url" >/dev/null 2>&1   # warm-up
   local r0 r1

@@ -4,15 +4,19 @@
 //! filters, length bounds). The setup is the CRS corpus test's (tests/crs.rs): base.conf,
 //! detection only, every paranoia level's rules, then crs-setup.conf.example and
 //! rules/*.conf from `HOIST_CRS_DIR` (default ../shared/crs next to the workspace). The input
-//! is split as in `request_variables`; the response carries the body back as text/html so
-//! the RESPONSE-95x rules read it. Both rule sets must log the same rules with the same lines
-//! and interrupt the same way.
+//! is split as in `request_variables` (`common/request.rs`); the response carries the body
+//! back as text/html so the RESPONSE-95x rules read it. Both rule sets must log the same
+//! rules with the same lines and interrupt the same way.
 //! `cargo fuzz run crs_requests` (nightly); seeds from the CRS corpus:
 //! `python3 seeds_from_crs.py ../../../../shared/crs/tests corpus/crs_requests`.
 #![no_main]
 
-use hoist_waf::{RuleSet, Transaction};
+#[path = "../common/request.rs"]
+mod request;
+
+use hoist_waf::RuleSet;
 use libfuzzer_sys::fuzz_target;
+use request::outcome;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, OnceLock};
 
@@ -59,52 +63,9 @@ fn reference() -> Arc<RuleSet> {
     SET.get_or_init(|| load(false)).clone()
 }
 
-fn run(rules: Arc<RuleSet>, data: &[u8]) -> Transaction {
-    let text = String::from_utf8_lossy(data);
-    let (head, body) = text.split_once("\n\n").unwrap_or((&text, ""));
-    let mut lines = head.lines();
-    let line = lines.next().unwrap_or("");
-    let mut parts = line.splitn(3, ' ');
-    let (method, uri, proto) = (
-        parts.next().unwrap_or(""),
-        parts.next().unwrap_or(""),
-        parts.next().unwrap_or(""),
-    );
-    let mut tx = Transaction::new(rules, "127.0.0.1", "fuzz");
-    tx.process_request_line(method, uri, proto);
-    for l in lines {
-        if let Some((k, v)) = l.split_once(':') {
-            tx.add_request_header(k, v.trim().as_bytes());
-        }
-    }
-    tx.process_request_headers();
-    tx.append_request_body(body.as_bytes());
-    tx.process_request_body();
-    tx.set_response_status(200, "HTTP/1.1");
-    tx.add_response_header("Content-Type", b"text/html");
-    tx.process_response_headers();
-    if tx.wants_response_body() {
-        tx.append_response_body(body.as_bytes());
-    }
-    tx.process_response_body();
-    tx.process_logging();
-    tx
-}
-
-fn outcome(tx: &Transaction) -> (Vec<(i64, u8, String)>, Option<(u16, i64)>) {
-    let matched = tx
-        .matched_rules()
-        .iter()
-        .map(|m| (m.id, m.phase, m.log_line().to_string()));
-    (
-        matched.collect(),
-        tx.interruption().map(|i| (i.status, i.rule_id)),
-    )
-}
-
 fuzz_target!(|data: &[u8]| {
-    let fast = run(rules(), data);
-    let plain = run(reference(), data);
+    let fast = request::run(rules(), data, |_| {});
+    let plain = request::run(reference(), data, |_| {});
     assert_eq!(
         outcome(&fast),
         outcome(&plain),

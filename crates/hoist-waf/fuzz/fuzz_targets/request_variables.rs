@@ -7,8 +7,12 @@
 //! `cargo fuzz run request_variables` (nightly).
 #![no_main]
 
+#[path = "../common/request.rs"]
+mod request;
+
 use hoist_waf::{RuleSet, Transaction};
 use libfuzzer_sys::fuzz_target;
+use request::outcome;
 use std::path::Path;
 use std::sync::{Arc, OnceLock};
 
@@ -65,51 +69,11 @@ fn reference() -> Arc<RuleSet> {
 }
 
 fn run(data: &[u8], slow: bool) -> Transaction {
-    run_with(rules(), data, slow)
-}
-
-fn run_with(rules: Arc<RuleSet>, data: &[u8], slow: bool) -> Transaction {
-    let text = String::from_utf8_lossy(data);
-    let (head, body) = text.split_once("\n\n").unwrap_or((&text, ""));
-    let mut lines = head.lines();
-    let line = lines.next().unwrap_or("");
-    let mut parts = line.splitn(3, ' ');
-    let (method, uri, proto) = (
-        parts.next().unwrap_or(""),
-        parts.next().unwrap_or(""),
-        parts.next().unwrap_or(""),
-    );
-    let mut tx = Transaction::new(rules, "127.0.0.1", "fuzz");
-    if slow {
-        tx.set_tx_var("zz_fuzz_slow_path", b"1");
-    }
-    tx.process_request_line(method, uri, proto);
-    for l in lines {
-        if let Some((k, v)) = l.split_once(':') {
-            tx.add_request_header(k, v.trim().as_bytes());
+    request::run(rules(), data, |tx| {
+        if slow {
+            tx.set_tx_var("zz_fuzz_slow_path", b"1");
         }
-    }
-    tx.process_request_headers();
-    tx.append_request_body(body.as_bytes());
-    tx.process_request_body();
-    tx.set_response_status(200, "HTTP/1.1");
-    tx.add_response_header("Content-Type", b"text/html");
-    tx.process_response_headers();
-    tx.append_response_body(body.as_bytes());
-    tx.process_response_body();
-    tx.process_logging();
-    tx
-}
-
-fn outcome(tx: &Transaction) -> (Vec<(i64, u8, String)>, Option<(u16, i64)>) {
-    let matched = tx
-        .matched_rules()
-        .iter()
-        .map(|m| (m.id, m.phase, m.log_line().to_string()));
-    (
-        matched.collect(),
-        tx.interruption().map(|i| (i.status, i.rule_id)),
-    )
+    })
 }
 
 fuzz_target!(|data: &[u8]| {
@@ -120,7 +84,7 @@ fuzz_target!(|data: &[u8]| {
         outcome(&slow),
         "the constant plan changed the outcome"
     );
-    let plain = run_with(reference(), data, false);
+    let plain = request::run(reference(), data, |_| {});
     assert_eq!(
         outcome(&fast),
         outcome(&plain),
