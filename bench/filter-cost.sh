@@ -51,8 +51,6 @@ server=
 trap '[ -z "$server" ] || kill "$server" 2>/dev/null || true; rm -rf "$tmp"' EXIT
 post_flags "$tmp"
 
-run_time_ns() { cat /proc/"$1"/task/*/schedstat | awk '{s += $1} END {print s}'; }
-
 # "sum count" of the WAF filter's processing_time_us histogram on the admin port that
 # filter_config sets (19901); "0 0" without the filter.
 waf_time() {

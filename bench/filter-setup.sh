@@ -70,3 +70,7 @@ load_command() {
   [ -z "${HOST_HEADER:-}" ] || load+=(-H "Host: $HOST_HEADER")
   load+=("${post[@]}")
 }
+
+# run_time_ns PID: the CPU time the process's threads have run, in ns (schedstat). Printed
+# with %.0f: mawk's plain `print` rounds numbers past 2^31 to six digits.
+run_time_ns() { cat /proc/"$1"/task/*/schedstat | awk '{s += $1} END {printf "%.0f\n", s}'; }

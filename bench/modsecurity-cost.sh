@@ -86,7 +86,6 @@ http {
 EOF
 }
 
-run_time_ns() { cat /proc/"$1"/task/*/schedstat | awk '{s += $1} END {printf "%.0f\n", s}'; }
 # The server's CPU so far: master and worker.
 server_ns() { echo $(($(run_time_ns "$master") + $(run_time_ns "$(pgrep -P "$master")"))); }
 
